@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The README's test command: every check and test sluice has, on a fresh machine.
+# It installs what the tests need itself (apt, pip, Maven: see compat-tests/setup.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+step "cargo clippy -D warnings"
+cargo clippy --all-targets -- -D warnings
+step "cargo test (unit and in-process socket tests)"
+cargo test
+step "cargo build --release"
+cargo build --release
+step "real clients and Kafka's tools against target/release/sluice"
+bash compat-tests/run-core.sh "$PWD/target/release/sluice"

@@ -1,0 +1,38 @@
+//! The one place that chooses Kafka error codes for sluice's internal errors.
+
+use kafka_protocol::ResponseError;
+
+use crate::log::LogError;
+use crate::storage::{PartitionError, TopicError};
+
+pub const NONE: i16 = 0;
+
+pub fn code(e: ResponseError) -> i16 {
+    e.code()
+}
+
+pub fn partition_error_code(e: &PartitionError) -> i16 {
+    match e {
+        PartitionError::Deleted => code(ResponseError::UnknownTopicOrPartition),
+        PartitionError::Log(e) => log_error_code(e),
+    }
+}
+
+pub fn log_error_code(e: &LogError) -> i16 {
+    match e {
+        LogError::OffsetOutOfRange { .. } => code(ResponseError::OffsetOutOfRange),
+        LogError::RecordTooLarge => code(ResponseError::RecordListTooLarge),
+        LogError::Corrupt(_) => code(ResponseError::CorruptMessage),
+        LogError::Io(_) => code(ResponseError::KafkaStorageError),
+    }
+}
+
+pub fn topic_error_code(e: &TopicError) -> i16 {
+    match e {
+        TopicError::AlreadyExists => code(ResponseError::TopicAlreadyExists),
+        TopicError::UnknownTopic => code(ResponseError::UnknownTopicOrPartition),
+        TopicError::InvalidName(_) => code(ResponseError::InvalidTopicException),
+        TopicError::InvalidConfig(_) => code(ResponseError::InvalidConfig),
+        TopicError::Storage(_) => code(ResponseError::KafkaStorageError),
+    }
+}

@@ -1,0 +1,130 @@
+//! Fetch (1): sessionless reads of byte ranges of segments, with long polling.
+//!
+//! Every full fetch is answered with session id 0, which Kafka allows and which makes clients
+//! keep sending full fetches; an incremental fetch therefore gets FETCH_SESSION_ID_NOT_FOUND. A
+//! response lists exactly the requested partitions. Until the first partition that returns data,
+//! the first whole batch is returned even past the byte limits (KIP-74). When fewer than
+//! `min_bytes` are ready the request parks until an append wakes it, `max_wait_ms` passes, or the
+//! broker shuts down.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::messages::fetch_request::FetchTopic;
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::{FetchRequest, FetchResponse};
+use kafka_protocol::ResponseError;
+
+use super::errors::{code, partition_error_code, NONE};
+use super::Broker;
+
+pub async fn handle(broker: &Broker, request: FetchRequest, version: i16) -> FetchResponse {
+    if version >= 7 && request.session_id != 0 && request.session_epoch > 0 {
+        return FetchResponse::default()
+            .with_error_code(code(ResponseError::FetchSessionIdNotFound));
+    }
+    let max_bytes =
+        usize::try_from(request.max_bytes.clamp(0, broker.config.fetch_max_bytes)).unwrap_or(0);
+    let min_bytes = usize::try_from(request.min_bytes.max(0))
+        .unwrap_or(0)
+        .min(max_bytes);
+    let deadline =
+        tokio::time::Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
+    let mut shutdown = broker.shutdown.clone();
+    loop {
+        // Registered before reading so an append between the read and the wait is not missed.
+        let appended = broker.logs.appended().notified();
+        tokio::pin!(appended);
+        appended.as_mut().enable();
+        let (responses, bytes, any_error) = read_all(broker, &request.topics, version, max_bytes);
+        let done =
+            bytes >= min_bytes || any_error || request.max_wait_ms <= 0 || *shutdown.borrow();
+        if done || tokio::time::Instant::now() >= deadline {
+            return FetchResponse::default().with_responses(responses);
+        }
+        tokio::select! {
+            _ = appended => {}
+            _ = tokio::time::sleep_until(deadline) => {}
+            _ = shutdown.changed() => {}
+        }
+    }
+}
+
+/// Reads every requested partition in order; returns the responses, the record bytes and whether
+/// any partition had an error.
+fn read_all(
+    broker: &Broker,
+    topics: &[FetchTopic],
+    version: i16,
+    max_bytes: usize,
+) -> (Vec<FetchableTopicResponse>, usize, bool) {
+    let mut remaining = max_bytes;
+    let mut total = 0usize;
+    let mut any_error = false;
+    let mut responses = Vec::with_capacity(topics.len());
+    for fetch_topic in topics {
+        let topic = if version >= 13 {
+            broker.logs.topic_by_id(fetch_topic.topic_id)
+        } else {
+            broker.logs.topic(fetch_topic.topic.as_str())
+        };
+        let unknown = if version >= 13 {
+            ResponseError::UnknownTopicId
+        } else {
+            ResponseError::UnknownTopicOrPartition
+        };
+        let mut partitions = Vec::with_capacity(fetch_topic.partitions.len());
+        for fetch in &fetch_topic.partitions {
+            let mut data = PartitionData::default()
+                .with_partition_index(fetch.partition)
+                .with_high_watermark(-1)
+                .with_last_stable_offset(-1)
+                .with_log_start_offset(-1)
+                .with_records(Some(Bytes::new()));
+            let partition = topic.as_ref().and_then(|t| t.partition(fetch.partition));
+            match partition {
+                None => data.error_code = code(unknown),
+                Some(_) if fetch.current_leader_epoch > 0 => {
+                    data.error_code = code(ResponseError::UnknownLeaderEpoch)
+                }
+                Some(partition) => {
+                    let min_one_batch = total == 0;
+                    let limit = usize::try_from(fetch.partition_max_bytes.max(0))
+                        .unwrap_or(0)
+                        .min(remaining);
+                    let read = partition.with_log(|log| {
+                        let high_watermark = log.log_end_offset();
+                        let read =
+                            log.read(fetch.fetch_offset, limit, min_one_batch, high_watermark);
+                        Ok((read, high_watermark, log.log_start_offset()))
+                    });
+                    match read {
+                        Ok((read, high_watermark, log_start_offset)) => {
+                            data.high_watermark = high_watermark;
+                            data.last_stable_offset = high_watermark;
+                            data.log_start_offset = log_start_offset;
+                            match read {
+                                Ok(info) => {
+                                    remaining = remaining.saturating_sub(info.records.len());
+                                    total += info.records.len();
+                                    data.records = Some(info.records);
+                                }
+                                Err(e) => data.error_code = super::errors::log_error_code(&e),
+                            }
+                        }
+                        Err(e) => data.error_code = partition_error_code(&e),
+                    }
+                }
+            }
+            any_error |= data.error_code != NONE;
+            partitions.push(data);
+        }
+        responses.push(
+            FetchableTopicResponse::default()
+                .with_topic(fetch_topic.topic.clone())
+                .with_topic_id(fetch_topic.topic_id)
+                .with_partitions(partitions),
+        );
+    }
+    (responses, total, any_error)
+}

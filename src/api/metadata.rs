@@ -1,0 +1,160 @@
+//! Metadata (3): this node is the only broker, the controller, and every partition's leader
+//! and sole replica. Topic ids are the stable ones from `partition.metadata`. Unknown topics are
+//! created here when both the request and `auto.create.topics.enable` allow it.
+
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+use uuid::Uuid;
+
+use super::errors::{code, topic_error_code};
+use super::Broker;
+use crate::storage::{validate_topic_name, Topic, TopicConfigs, TopicError};
+
+/// Every topic operation (READ..ALTER_CONFIGS), for clients that ask; there are no ACLs.
+const ALL_TOPIC_OPERATIONS: i32 =
+    (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
+
+pub fn handle(broker: &Broker, request: MetadataRequest, version: i16) -> MetadataResponse {
+    let config = &broker.config;
+    let node = BrokerId(config.node_id);
+    let brokers = vec![MetadataResponseBroker::default()
+        .with_node_id(node)
+        .with_host(StrBytes::from_string(
+            config.advertised_listener.host.clone(),
+        ))
+        .with_port(i32::from(config.advertised_listener.port))];
+    // Before v4 every request may auto-create; from v4 the client says.
+    let allow_create =
+        config.auto_create_topics_enable && (version < 4 || request.allow_auto_topic_creation);
+    let include_ops = version >= 8 && request.include_topic_authorized_operations;
+
+    let topics = match request.topics {
+        // v0: an empty list means all topics; v1+: null means all, empty means none.
+        None => all_topics(broker),
+        Some(ref list) if list.is_empty() && version == 0 => all_topics(broker),
+        Some(list) => list
+            .into_iter()
+            .map(|t| match (t.name, t.topic_id) {
+                (Some(name), _) => describe_by_name(broker, name.as_str(), allow_create),
+                (None, id) => describe_by_id(broker, id),
+            })
+            .collect(),
+    };
+    let topics = topics
+        .into_iter()
+        .map(|topic| match topic {
+            Described::Found(t) => describe(&t, node, include_ops),
+            Described::Error {
+                name,
+                id,
+                error_code,
+            } => MetadataResponseTopic::default()
+                .with_name(name.map(|n| TopicName(StrBytes::from_string(n))))
+                .with_topic_id(id)
+                .with_error_code(error_code),
+        })
+        .collect();
+
+    let mut response = MetadataResponse::default()
+        .with_brokers(brokers)
+        .with_topics(topics);
+    if version >= 1 {
+        response.controller_id = node;
+    }
+    if version >= 2 {
+        response.cluster_id = Some(StrBytes::from_string(broker.logs.cluster_id().to_string()));
+    }
+    response
+}
+
+enum Described {
+    Found(std::sync::Arc<Topic>),
+    Error {
+        name: Option<String>,
+        id: Uuid,
+        error_code: i16,
+    },
+}
+
+fn all_topics(broker: &Broker) -> Vec<Described> {
+    broker
+        .logs
+        .topics()
+        .into_iter()
+        .map(Described::Found)
+        .collect()
+}
+
+fn describe_by_name(broker: &Broker, name: &str, allow_create: bool) -> Described {
+    if let Some(topic) = broker.logs.topic(name) {
+        return Described::Found(topic);
+    }
+    let error = |e: &TopicError| Described::Error {
+        name: Some(name.to_string()),
+        id: Uuid::nil(),
+        error_code: topic_error_code(e),
+    };
+    if let Err(e) = validate_topic_name(name) {
+        return error(&e);
+    }
+    if !allow_create {
+        return error(&TopicError::UnknownTopic);
+    }
+    let now_ms = broker.clock.now_ms();
+    match broker.logs.create_topic(
+        name,
+        broker.config.num_partitions,
+        TopicConfigs::default(),
+        now_ms,
+    ) {
+        Ok(topic) => Described::Found(topic),
+        // Another request created it first: describe that one.
+        Err(TopicError::AlreadyExists) => broker
+            .logs
+            .topic(name)
+            .map(Described::Found)
+            .unwrap_or_else(|| error(&TopicError::UnknownTopic)),
+        Err(e) => {
+            tracing::warn!(topic = name, "auto-create failed: {e}");
+            error(&e)
+        }
+    }
+}
+
+fn describe_by_id(broker: &Broker, id: Uuid) -> Described {
+    match broker.logs.topic_by_id(id) {
+        Some(topic) => Described::Found(topic),
+        None => Described::Error {
+            name: None,
+            id,
+            error_code: code(ResponseError::UnknownTopicId),
+        },
+    }
+}
+
+fn describe(topic: &Topic, node: BrokerId, include_ops: bool) -> MetadataResponseTopic {
+    let partitions = topic
+        .partitions
+        .iter()
+        .map(|p| {
+            MetadataResponsePartition::default()
+                .with_partition_index(p.index)
+                .with_leader_id(node)
+                .with_leader_epoch(0)
+                .with_replica_nodes(vec![node])
+                .with_isr_nodes(vec![node])
+        })
+        .collect();
+    let mut described = MetadataResponseTopic::default()
+        .with_name(Some(TopicName(StrBytes::from_string(topic.name.clone()))))
+        .with_topic_id(topic.id)
+        .with_partitions(partitions);
+    if include_ops {
+        described.topic_authorized_operations = ALL_TOPIC_OPERATIONS;
+    }
+    described
+}

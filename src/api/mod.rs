@@ -1,0 +1,99 @@
+//! One file per Kafka API: each turns a decoded request into a response using the broker's
+//! shared state. This module dispatches by API key and frames the response. Handlers own no
+//! persistent state; everything durable lives in `storage`/`log`.
+
+mod api_versions;
+mod create_topics;
+mod delete_topics;
+mod errors;
+mod fetch;
+mod init_producer_id;
+mod list_offsets;
+mod metadata;
+mod produce;
+mod produce_validation;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use kafka_protocol::messages::RequestKind;
+use kafka_protocol::protocol::{Encodable, HeaderVersion};
+use tokio::sync::watch;
+
+use crate::config::Config;
+use crate::protocol::DecodedRequest;
+use crate::storage::LogManager;
+use crate::time::Clock;
+
+/// What the handlers share: settings, the logs, the clock, and the shutdown signal.
+pub struct Broker {
+    pub config: Arc<Config>,
+    pub logs: Arc<LogManager>,
+    pub clock: Arc<dyn Clock>,
+    pub shutdown: watch::Receiver<bool>,
+}
+
+/// What the connection does after a request.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Write this framed response.
+    Respond(Bytes),
+    /// Nothing to write (a successful acks=0 produce).
+    NoResponse,
+    /// Close the connection, as Kafka does (e.g. a failed acks=0 produce).
+    Close(String),
+}
+
+/// Handles one request; responses of different requests are ordered by the caller.
+pub async fn handle(broker: &Broker, request: DecodedRequest) -> Outcome {
+    let correlation_id = request.header.correlation_id;
+    let version = request.header.request_api_version;
+    match request.body {
+        RequestKind::ApiVersions(r) => {
+            respond(correlation_id, version, &api_versions::handle(&r, version))
+        }
+        RequestKind::Metadata(r) => respond(
+            correlation_id,
+            version,
+            &metadata::handle(broker, r, version),
+        ),
+        RequestKind::Produce(r) => produce::handle(broker, r, correlation_id, version).await,
+        RequestKind::Fetch(r) => respond(
+            correlation_id,
+            version,
+            &fetch::handle(broker, r, version).await,
+        ),
+        RequestKind::ListOffsets(r) => respond(
+            correlation_id,
+            version,
+            &list_offsets::handle(broker, r, version),
+        ),
+        RequestKind::InitProducerId(r) => respond(
+            correlation_id,
+            version,
+            &init_producer_id::handle(broker, r),
+        ),
+        RequestKind::CreateTopics(r) => respond(
+            correlation_id,
+            version,
+            &create_topics::handle(broker, r, version),
+        ),
+        RequestKind::DeleteTopics(r) => respond(
+            correlation_id,
+            version,
+            &delete_topics::handle(broker, r, version),
+        ),
+        other => Outcome::Close(format!("no handler for {other:?}")),
+    }
+}
+
+fn respond<R: Encodable + HeaderVersion>(correlation_id: i32, version: i16, body: &R) -> Outcome {
+    match crate::protocol::encode_response(correlation_id, version, body) {
+        Ok(frame) => Outcome::Respond(frame),
+        Err(e) => {
+            // A response we cannot encode is a sluice bug; closing tells the client to retry.
+            tracing::error!(correlation_id, version, "cannot encode response: {e}");
+            Outcome::Close(format!("response encoding failed: {e}"))
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! Produce (0): validate each partition's one batch, append it verbatim (base offset and leader
+//! epoch stamped in place by the log), and answer with its base offset. acks=0 gets no response,
+//! and an error under acks=0 closes the connection so the client notices, as Kafka does.
+
+use bytes::Bytes;
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+
+use super::errors::{code, partition_error_code, NONE};
+use super::produce_validation::{validate, BatchLimits};
+use super::{respond, Broker, Outcome};
+use crate::producer::SequenceCheck;
+use crate::storage::{Partition, Topic};
+
+/// The partition leader epoch stamped into stored batches; a single node never changes leader.
+const LEADER_EPOCH: i32 = 0;
+
+pub async fn handle(
+    broker: &Broker,
+    request: ProduceRequest,
+    correlation_id: i32,
+    version: i16,
+) -> Outcome {
+    let acks = request.acks;
+    let now_ms = broker.clock.now_ms();
+    let mut any_error = false;
+    let mut any_appended = false;
+    let mut responses = Vec::with_capacity(request.topic_data.len());
+    for topic_data in request.topic_data {
+        let topic = if version >= 13 {
+            broker.logs.topic_by_id(topic_data.topic_id)
+        } else {
+            broker.logs.topic(topic_data.name.as_str())
+        };
+        let unknown = if version >= 13 {
+            ResponseError::UnknownTopicId
+        } else {
+            ResponseError::UnknownTopicOrPartition
+        };
+        let mut partitions = Vec::with_capacity(topic_data.partition_data.len());
+        for data in topic_data.partition_data {
+            let mut response = PartitionProduceResponse::default()
+                .with_index(data.index)
+                .with_base_offset(-1);
+            let partition = topic
+                .as_ref()
+                .and_then(|t| t.partition(data.index).map(|p| (t, p)));
+            match (acks, partition) {
+                (-1..=1, Some((topic, partition))) => {
+                    append_one(
+                        broker,
+                        topic,
+                        partition,
+                        data.records,
+                        version,
+                        now_ms,
+                        &mut response,
+                    )
+                    .await;
+                    any_appended |= response.error_code == NONE;
+                }
+                (-1..=1, None) => response.error_code = code(unknown),
+                _ => response.error_code = code(ResponseError::InvalidRequiredAcks),
+            }
+            any_error |= response.error_code != NONE;
+            partitions.push(response);
+        }
+        responses.push(
+            TopicProduceResponse::default()
+                .with_name(topic_data.name)
+                .with_topic_id(topic_data.topic_id)
+                .with_partition_responses(partitions),
+        );
+    }
+    if any_appended {
+        broker.logs.notify_appended();
+    }
+    if acks == 0 {
+        return if any_error {
+            Outcome::Close("acks=0 produce failed".into())
+        } else {
+            Outcome::NoResponse
+        };
+    }
+    respond(
+        correlation_id,
+        version,
+        &ProduceResponse::default().with_responses(responses),
+    )
+}
+
+async fn append_one(
+    broker: &Broker,
+    topic: &Topic,
+    partition: &std::sync::Arc<Partition>,
+    records: Option<Bytes>,
+    version: i16,
+    now_ms: i64,
+    response: &mut PartitionProduceResponse,
+) {
+    let records = records.unwrap_or_default();
+    let limits = BatchLimits {
+        max_message_bytes: topic.configs.max_message_bytes(&broker.config),
+        produce_version: version,
+        now_ms,
+        timestamp_before_max_ms: broker.config.log_message_timestamp_before_max_ms,
+        timestamp_after_max_ms: broker.config.log_message_timestamp_after_max_ms,
+    };
+    let header = match validate(&records, &limits) {
+        Ok(header) => header,
+        Err(refused) => {
+            tracing::debug!(partition = %partition, "refused batch: {}", refused.message);
+            response.error_code = refused.error_code;
+            if version >= 8 {
+                response.error_message = Some(StrBytes::from_string(refused.message));
+            }
+            return;
+        }
+    };
+    // The request frame is shared by every partition's slice, so stamping needs our own copy.
+    let mut batch = records.to_vec();
+    let fsync_each_append = topic
+        .configs
+        .log_config(&broker.config)
+        .flush_interval_messages
+        == 1;
+    // The sequence check and the append happen under one lock, so a retry racing its original
+    // can never be appended twice.
+    let mut append = || {
+        partition.with_state(|state| {
+            let outcome = match state.producers.check(&header) {
+                Err(error) => Err(error),
+                Ok(SequenceCheck::Duplicate { base_offset }) => Ok(base_offset),
+                Ok(SequenceCheck::Append) => {
+                    let info = state.log.append(&mut batch, LEADER_EPOCH, now_ms)?;
+                    state.producers.update(&header, info.base_offset);
+                    Ok(info.base_offset)
+                }
+            };
+            Ok((outcome, state.log.log_start_offset()))
+        })
+    };
+    // An fsync per append would stall this worker's other connections; move it off the runtime.
+    let result = if fsync_each_append {
+        tokio::task::block_in_place(append)
+    } else {
+        append()
+    };
+    match result {
+        Ok((Ok(base_offset), log_start_offset)) => {
+            response.base_offset = base_offset;
+            response.log_start_offset = log_start_offset;
+            response.log_append_time_ms = -1;
+        }
+        Ok((Err(error), _)) => response.error_code = code(error),
+        Err(e) => {
+            tracing::warn!(partition = %partition, "append failed: {e}");
+            response.error_code = partition_error_code(&e);
+        }
+    }
+}

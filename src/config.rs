@@ -1,0 +1,355 @@
+//! Broker settings: one typed struct with units in the field names, read from Kafka's own
+//! `server.properties` keys and overridden by `key=value` pairs from the command line.
+//!
+//! Defaults live only here and are Kafka's, except where sluice's embedded defaults differ on
+//! purpose (`log.dirs=./data`, a loopback listener). A key Kafka knows but sluice does not use is
+//! logged once and ignored; a malformed value of a key sluice uses stops start-up with the key's
+//! name. This module reads files only at start-up and never touches sockets.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::log::LogConfig;
+
+/// Where the broker listens and what it tells clients to connect to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    pub host: String,
+    pub port: u16,
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.host, self.port)
+    }
+}
+
+/// Every setting the broker reads. Field names carry their unit.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub node_id: i32,
+    pub listener: Endpoint,
+    pub advertised_listener: Endpoint,
+    pub log_dir: PathBuf,
+    pub num_partitions: i32,
+    pub default_replication_factor: i16,
+    pub auto_create_topics_enable: bool,
+    pub log: LogConfig,
+    pub message_max_bytes: i32,
+    pub socket_request_max_bytes: usize,
+    pub fetch_max_bytes: i32,
+    /// Requests one connection may have read but not yet answered; the socket is not read past it.
+    pub max_in_flight_requests_per_connection: usize,
+    pub max_connections: usize,
+    pub log_flush_offset_checkpoint_interval_ms: u64,
+    pub log_flush_scheduler_interval_ms: u64,
+    /// KIP-1030: records stamped further than this in the future are refused.
+    pub log_message_timestamp_after_max_ms: i64,
+    pub log_message_timestamp_before_max_ms: i64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let listener = Endpoint {
+            host: "127.0.0.1".into(),
+            port: 9092,
+        };
+        Config {
+            node_id: 1,
+            advertised_listener: listener.clone(),
+            listener,
+            log_dir: PathBuf::from("./data"),
+            num_partitions: 1,
+            default_replication_factor: 1,
+            auto_create_topics_enable: true,
+            log: LogConfig::default(),
+            message_max_bytes: 1_048_588,
+            socket_request_max_bytes: 104_857_600,
+            fetch_max_bytes: 57_671_680,
+            max_in_flight_requests_per_connection: 16,
+            max_connections: 10_000,
+            log_flush_offset_checkpoint_interval_ms: 60_000,
+            log_flush_scheduler_interval_ms: 1_000,
+            log_message_timestamp_after_max_ms: 3_600_000,
+            log_message_timestamp_before_max_ms: i64::MAX,
+        }
+    }
+}
+
+/// A start-up configuration problem, naming the key at fault.
+#[derive(Debug)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Kafka keys that sluice accepts without using: a single broker has no use for them.
+const IGNORED_KAFKA_KEYS: &[&str] = &[
+    "process.roles",
+    "controller.quorum.voters",
+    "controller.quorum.bootstrap.servers",
+    "controller.listener.names",
+    "inter.broker.listener.name",
+    "listener.security.protocol.map",
+    "num.network.threads",
+    "num.io.threads",
+    "socket.send.buffer.bytes",
+    "socket.receive.buffer.bytes",
+    "num.recovery.threads.per.data.dir",
+    "offsets.topic.replication.factor",
+    "transaction.state.log.replication.factor",
+    "transaction.state.log.min.isr",
+    "share.coordinator.state.topic.replication.factor",
+    "share.coordinator.state.topic.min.isr",
+    "log.retention.hours",
+    "log.retention.check.interval.ms",
+    "broker.id",
+];
+
+impl Config {
+    /// Reads a Java properties file (as Kafka's `server.properties`) into key/value pairs.
+    pub fn read_properties(path: &Path) -> Result<Vec<(String, String)>, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError(format!("cannot read {}: {e}", path.display())))?;
+        Ok(parse_properties(&text))
+    }
+
+    /// Builds the configuration from properties applied in order over the defaults.
+    pub fn from_pairs(pairs: &[(String, String)]) -> Result<Config, ConfigError> {
+        let map: BTreeMap<&str, &str> = pairs
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let mut config = Config::default();
+        let mut advertised_set = false;
+        for (&key, &value) in &map {
+            if !config.apply(key, value, &mut advertised_set)? {
+                if IGNORED_KAFKA_KEYS.contains(&key) {
+                    tracing::info!(
+                        key,
+                        "ignoring Kafka setting that a single sluice broker does not use"
+                    );
+                } else {
+                    tracing::warn!(key, "ignoring unknown setting");
+                }
+            }
+        }
+        if !advertised_set {
+            config.advertised_listener = config.listener.clone();
+            if config.advertised_listener.host == "0.0.0.0" {
+                config.advertised_listener.host = "127.0.0.1".into();
+            }
+        }
+        Ok(config)
+    }
+
+    /// Applies one key; returns false when sluice does not use the key.
+    fn apply(
+        &mut self,
+        key: &str,
+        value: &str,
+        advertised_set: &mut bool,
+    ) -> Result<bool, ConfigError> {
+        match key {
+            "node.id" => self.node_id = parse(key, value)?,
+            "listeners" => self.listener = parse_listener(key, value)?,
+            "advertised.listeners" => {
+                self.advertised_listener = parse_listener(key, value)?;
+                *advertised_set = true;
+            }
+            "log.dirs" | "log.dir" => {
+                let first = value.split(',').next().unwrap_or("").trim();
+                if first.is_empty() {
+                    return Err(ConfigError(format!("{key}: empty path")));
+                }
+                if value.contains(',') {
+                    tracing::warn!(
+                        key,
+                        "sluice uses one log directory; using the first: {first}"
+                    );
+                }
+                self.log_dir = PathBuf::from(first);
+            }
+            "num.partitions" => self.num_partitions = parse_min(key, value, 1)?,
+            "default.replication.factor" => {
+                self.default_replication_factor = parse_min(key, value, 1)?
+            }
+            "auto.create.topics.enable" => self.auto_create_topics_enable = parse_bool(key, value)?,
+            "log.segment.bytes" => self.log.segment_bytes = parse_min(key, value, 14)?,
+            "log.roll.ms" => self.log.segment_ms = parse_min(key, value, 1)?,
+            "log.roll.hours" => {
+                let hours: i64 = parse_min(key, value, 1)?;
+                self.log.segment_ms = hours.saturating_mul(3_600_000);
+            }
+            "log.index.interval.bytes" => self.log.index_interval_bytes = parse_min(key, value, 0)?,
+            "log.index.size.max.bytes" => {
+                self.log.max_index_size_bytes = parse_min(key, value, 12)?
+            }
+            "message.max.bytes" => self.message_max_bytes = parse_min(key, value, 0)?,
+            "socket.request.max.bytes" => self.socket_request_max_bytes = parse_min(key, value, 1)?,
+            "fetch.max.bytes" => self.fetch_max_bytes = parse_min(key, value, 0)?,
+            "log.flush.interval.messages" => {
+                self.log.flush_interval_messages = parse_min(key, value, 1)?
+            }
+            "log.flush.interval.ms" => self.log.flush_interval_ms = parse_min(key, value, 0)?,
+            "log.flush.offset.checkpoint.interval.ms" => {
+                self.log_flush_offset_checkpoint_interval_ms = parse_min(key, value, 1)?
+            }
+            "log.flush.scheduler.interval.ms" => {
+                self.log_flush_scheduler_interval_ms = parse_min(key, value, 1)?
+            }
+            "log.message.timestamp.after.max.ms" => {
+                self.log_message_timestamp_after_max_ms = parse_min(key, value, 0)?
+            }
+            "log.message.timestamp.before.max.ms" => {
+                self.log_message_timestamp_before_max_ms = parse_min(key, value, 0)?
+            }
+            "max.connections" => self.max_connections = parse_min(key, value, 1)?,
+            "sluice.max.in.flight.requests.per.connection" => {
+                self.max_in_flight_requests_per_connection = parse_min(key, value, 1)?
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+/// Java properties: `key=value` or `key: value`, `#` and `!` comments, blank lines skipped.
+/// Line continuations and escapes are not supported; Kafka's own files do not use them.
+pub fn parse_properties(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#') && !line.starts_with('!'))
+        .filter_map(|line| {
+            let split = line.find(['=', ':'])?;
+            Some((
+                line[..split].trim().to_string(),
+                line[split + 1..].trim().to_string(),
+            ))
+        })
+        .collect()
+}
+
+fn parse<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, ConfigError> {
+    value
+        .parse()
+        .map_err(|_| ConfigError(format!("{key}: cannot parse '{value}'")))
+}
+
+fn parse_min<T: std::str::FromStr + PartialOrd + fmt::Display>(
+    key: &str,
+    value: &str,
+    min: T,
+) -> Result<T, ConfigError> {
+    let parsed: T = parse(key, value)?;
+    if parsed < min {
+        return Err(ConfigError(format!(
+            "{key}: {value} is below the minimum {min}"
+        )));
+    }
+    Ok(parsed)
+}
+
+fn parse_bool(key: &str, value: &str) -> Result<bool, ConfigError> {
+    match value.to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(ConfigError(format!(
+            "{key}: expected true or false, got '{value}'"
+        ))),
+    }
+}
+
+/// `PLAINTEXT://host:port[,NAME://host:port...]`: sluice serves the first PLAINTEXT listener
+/// (or the first listener when none is named PLAINTEXT).
+fn parse_listener(key: &str, value: &str) -> Result<Endpoint, ConfigError> {
+    let listeners: Vec<&str> = value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    let chosen = listeners
+        .iter()
+        .find(|l| l.starts_with("PLAINTEXT://"))
+        .or(listeners.first())
+        .ok_or_else(|| ConfigError(format!("{key}: no listener in '{value}'")))?;
+    let (_, address) = chosen
+        .split_once("://")
+        .ok_or_else(|| ConfigError(format!("{key}: expected NAME://host:port, got '{chosen}'")))?;
+    let (host, port) = address
+        .rsplit_once(':')
+        .ok_or_else(|| ConfigError(format!("{key}: missing port in '{chosen}'")))?;
+    let port: u16 = parse(key, port)?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let host = if host.is_empty() { "0.0.0.0" } else { host };
+    Ok(Endpoint {
+        host: host.to_string(),
+        port,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+        items
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_are_kafkas_with_embedded_listener() {
+        let c = Config::from_pairs(&[]).unwrap();
+        assert_eq!(
+            c.listener,
+            Endpoint {
+                host: "127.0.0.1".into(),
+                port: 9092
+            }
+        );
+        assert_eq!(c.log.segment_bytes, 1_073_741_824);
+        assert_eq!(c.message_max_bytes, 1_048_588);
+        assert_eq!(c.log_dir, PathBuf::from("./data"));
+    }
+
+    #[test]
+    fn reads_kafka_keys_and_advertises_listener() {
+        let c = Config::from_pairs(&pairs(&[
+            ("listeners", "PLAINTEXT://:19092,CONTROLLER://:19093"),
+            ("log.roll.hours", "2"),
+            ("log.dirs", "/tmp/a,/tmp/b"),
+            ("process.roles", "broker,controller"),
+        ]))
+        .unwrap();
+        assert_eq!(c.listener.port, 19092);
+        assert_eq!(c.listener.host, "0.0.0.0");
+        assert_eq!(c.advertised_listener.host, "127.0.0.1");
+        assert_eq!(c.log.segment_ms, 7_200_000);
+        assert_eq!(c.log_dir, PathBuf::from("/tmp/a"));
+    }
+
+    #[test]
+    fn malformed_value_names_the_key() {
+        let err = Config::from_pairs(&pairs(&[("log.segment.bytes", "lots")])).unwrap_err();
+        assert!(err.0.contains("log.segment.bytes"), "{err}");
+        let err = Config::from_pairs(&pairs(&[("auto.create.topics.enable", "yes")])).unwrap_err();
+        assert!(err.0.contains("auto.create.topics.enable"), "{err}");
+    }
+
+    #[test]
+    fn properties_parser_skips_comments() {
+        let p = parse_properties("# c\n! c\n\na=1\nb : two\n");
+        assert_eq!(
+            p,
+            vec![("a".into(), "1".into()), ("b".into(), "two".into())]
+        );
+    }
+}

@@ -1,0 +1,25 @@
+//! sluice: a Kafka-wire-compatible broker that stores partitions in Kafka's own segment format.
+//!
+//! A request travels down the modules in this order:
+//!
+//! ```text
+//! server   lifecycle: start, background flush/checkpoint tasks, graceful shutdown
+//! network  sockets, frames, bounded read-ahead, responses in request order
+//! protocol bytes ⇄ typed messages (kafka-protocol), the supported-versions table
+//! api      one file per Kafka API: request → response
+//! storage  the log directory: topics, partition directories, checkpoints
+//! log      one partition: segments, offset and time indexes, recovery
+//! ```
+//!
+//! See ARCHITECTURE.md for the invariants each layer keeps.
+
+pub mod alloc_guard;
+pub mod api;
+pub mod config;
+pub mod log;
+pub mod network;
+pub mod producer;
+pub mod protocol;
+pub mod server;
+pub mod storage;
+pub mod time;

@@ -1,0 +1,379 @@
+//! One partition's append-only log, stored in Apache Kafka's own on-disk format so that Kafka's
+//! tools (`kafka-dump-log`) can read and verify our files: `.log` segments of v2 RecordBatches
+//! kept byte for byte as produced (only base offset and leader epoch are stamped), with sparse
+//! memory-mapped `.index` and `.timeindex` files beside them. `docs/log-format.md` has the byte
+//! diagrams and the assumptions about the disk.
+//!
+//! This module owns segments, indexes, rolling, flushing and crash recovery for one partition
+//! directory, and the offsets that describe it: log start offset, log end offset, recovery point.
+//! It deliberately does not own the high watermark, producer state, leader epochs, retention or
+//! compaction, and never parses requests: it sees batch bytes and offsets only. It is not
+//! internally synchronised; callers wrap a `PartitionLog` in a lock (reads take `&self`).
+
+pub mod batch;
+pub mod checkpoint;
+mod index;
+mod offset_index;
+mod read;
+mod records;
+mod recovery;
+mod scan;
+mod segment;
+mod time_index;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use batch::{set_base_offset, set_partition_leader_epoch, BatchHeader};
+use segment::LogSegment;
+
+/// Per-log settings, named after Kafka's broker properties, units last.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogConfig {
+    /// `log.segment.bytes`: roll before a segment would grow past this.
+    pub segment_bytes: u64,
+    /// `log.roll.ms`: roll when record timestamps (or wall clock) moved this far past the
+    /// segment's first batch.
+    pub segment_ms: i64,
+    /// `log.index.interval.bytes`: bytes between sparse index entries.
+    pub index_interval_bytes: u64,
+    /// `log.index.size.max.bytes`: preallocated size of each index file.
+    pub max_index_size_bytes: u64,
+    /// `log.flush.interval.messages`: fsync once this many messages are unflushed (1 = every
+    /// append is durable before `append` returns).
+    pub flush_interval_messages: u64,
+    /// `log.flush.interval.ms`: fsync from `flush_if_due` when the last flush is this old.
+    pub flush_interval_ms: i64,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            segment_bytes: 1_073_741_824,
+            segment_ms: 604_800_000,
+            index_interval_bytes: 4096,
+            max_index_size_bytes: 10_485_760,
+            flush_interval_messages: u64::MAX,
+            flush_interval_ms: i64::MAX,
+        }
+    }
+}
+
+/// Two time-index slots: one for entries, one reserved for the final entry. Anything smaller
+/// would make every segment "full" and roll on every append.
+const MIN_INDEX_SIZE_BYTES: u64 = 24;
+
+impl LogConfig {
+    /// Clamps settings the file format cannot honour: index positions are i32, so a segment
+    /// cannot exceed i32::MAX bytes (Kafka's segment.bytes is an int for the same reason).
+    fn normalized(mut self) -> LogConfig {
+        self.segment_bytes = self
+            .segment_bytes
+            .clamp(batch::RECORD_BATCH_OVERHEAD as u64, i32::MAX as u64);
+        self.max_index_size_bytes = self.max_index_size_bytes.max(MIN_INDEX_SIZE_BYTES);
+        self
+    }
+}
+
+#[derive(Debug)]
+pub enum LogError {
+    /// Fetch offset below the log start offset or above the log end offset.
+    OffsetOutOfRange {
+        requested: i64,
+        log_start_offset: i64,
+        log_end_offset: i64,
+    },
+    /// A batch larger than segment_bytes can never be stored.
+    RecordTooLarge,
+    /// Bytes on disk (or handed to `append`) that are not what the format requires.
+    Corrupt(String),
+    Io(io::Error),
+}
+
+impl fmt::Display for LogError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LogError::OffsetOutOfRange {
+                requested,
+                log_start_offset,
+                log_end_offset,
+            } => write!(
+                f,
+                "offset {requested} is outside the log [{log_start_offset}, {log_end_offset}]"
+            ),
+            LogError::RecordTooLarge => write!(f, "batch is larger than the segment size"),
+            LogError::Corrupt(reason) => write!(f, "corrupt log data: {reason}"),
+            LogError::Io(error) => write!(f, "log I/O error: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for LogError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LogError::Io(error) => Some(error),
+            _ => None,
+        }
+    }
+}
+
+impl From<io::Error> for LogError {
+    fn from(error: io::Error) -> Self {
+        LogError::Io(error)
+    }
+}
+
+/// What the caller remembers about this log from the checkpoint files and the shutdown marker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// From `recovery-point-offset-checkpoint`: everything below is known to be on disk.
+    pub recovery_point: i64,
+    /// From `log-start-offset-checkpoint`.
+    pub log_start_offset: i64,
+    /// True when `.kafka_cleanshutdown` was present: skip recovery (indexes are still checked).
+    pub clean_shutdown: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendInfo {
+    pub base_offset: i64,
+    pub last_offset: i64,
+    pub max_timestamp: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadInfo {
+    /// Whole batches from one segment, possibly ending in a partial batch; may be empty.
+    pub records: bytes::Bytes,
+}
+
+pub struct PartitionLog {
+    dir: PathBuf,
+    config: LogConfig,
+    /// Segments before the active one, by base offset.
+    inactive: BTreeMap<i64, LogSegment>,
+    /// The segment appends go to; its base offset is above every inactive one.
+    active: LogSegment,
+    log_start_offset: i64,
+    /// Next offset to assign. Invariant: one past the last offset in the active segment (its
+    /// base offset when empty).
+    log_end_offset: i64,
+    /// Every offset below it is fsynced. Only `flush` advances it, and only after the fsyncs.
+    recovery_point: i64,
+    last_flush_ms: i64,
+    /// The latest time a caller told us; flushes triggered without a clock are stamped with it.
+    latest_now_ms: i64,
+    /// A segment file was created, deleted or renamed since the directory was last fsynced.
+    dir_needs_sync: bool,
+}
+
+impl fmt::Debug for PartitionLog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PartitionLog")
+            .field("dir", &self.dir)
+            .field("segments", &(self.inactive.len() + 1))
+            .field("log_start_offset", &self.log_start_offset)
+            .field("log_end_offset", &self.log_end_offset)
+            .field("recovery_point", &self.recovery_point)
+            .finish()
+    }
+}
+
+impl PartitionLog {
+    /// Opens the partition directory `dir`, creating it and an empty segment at the log start
+    /// offset when it has none. Removes temporary files and orphan indexes, checks every
+    /// segment's indexes (rebuilding any that are missing or fail a check) and, after an unclean
+    /// shutdown, recovers every segment from the one holding the recovery point to the end:
+    /// see `recovery.rs`.
+    pub fn open(
+        dir: &Path,
+        config: LogConfig,
+        options: OpenOptions,
+        now_ms: i64,
+    ) -> Result<PartitionLog, LogError> {
+        let config = config.normalized();
+        let loaded = recovery::load(dir, &config, &options, now_ms)?;
+        Ok(PartitionLog {
+            dir: dir.to_path_buf(),
+            config,
+            inactive: loaded.inactive,
+            active: loaded.active,
+            log_start_offset: loaded.log_start_offset,
+            log_end_offset: loaded.log_end_offset,
+            recovery_point: loaded.recovery_point,
+            last_flush_ms: now_ms,
+            latest_now_ms: now_ms,
+            // Loading may have created, deleted or renamed files.
+            dir_needs_sync: true,
+        })
+    }
+
+    /// Appends exactly one v2 batch, already validated by the caller. Rolls first if needed,
+    /// stamps base offset := log end offset and the partition leader epoch in place (neither is
+    /// covered by the CRC), writes, maintains the indexes and fsyncs when flush_interval_messages
+    /// is reached. A batch larger than segment_bytes is refused with nothing written.
+    /// If the fsync fails the batch stays appended; the error means it is not known durable.
+    pub fn append(
+        &mut self,
+        batch: &mut [u8],
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<AppendInfo, LogError> {
+        self.latest_now_ms = now_ms;
+        let header = BatchHeader::parse(batch)
+            .map_err(|error| LogError::Corrupt(format!("append: {error}")))?;
+        if header.total_size() != batch.len() || header.last_offset_delta < 0 {
+            return Err(LogError::Corrupt(format!(
+                "append: {} bytes with batch length {} and last offset delta {}",
+                batch.len(),
+                header.batch_length,
+                header.last_offset_delta
+            )));
+        }
+        if batch.len() as u64 > self.config.segment_bytes {
+            return Err(LogError::RecordTooLarge);
+        }
+        debug_assert!(batch::crc_is_valid(batch), "append takes validated batches");
+        let base_offset = self.log_end_offset;
+        let last_offset = base_offset + i64::from(header.last_offset_delta);
+        self.active.ensure_writable(&self.config)?;
+        // An empty active segment is never rolled: the new one would have the same base offset.
+        if self.active.size_bytes() > 0
+            && self.active.should_roll(
+                &self.config,
+                batch.len() as u64,
+                header.max_timestamp,
+                last_offset,
+                now_ms,
+            )
+        {
+            self.roll(now_ms)?;
+        }
+        set_base_offset(batch, base_offset);
+        set_partition_leader_epoch(batch, leader_epoch);
+        self.active
+            .append(batch, last_offset, header.max_timestamp, &self.config)?;
+        self.log_end_offset = last_offset + 1;
+        let unflushed_messages = (self.log_end_offset - self.recovery_point).max(0) as u64;
+        if unflushed_messages >= self.config.flush_interval_messages {
+            self.flush()?;
+        }
+        Ok(AppendInfo {
+            base_offset,
+            last_offset,
+            max_timestamp: header.max_timestamp,
+        })
+    }
+
+    /// Starts a new active segment at the log end offset. The old one gets its final time-index
+    /// entry and trimmed indexes, and is fsynced here rather than in the background as Kafka does,
+    /// so the recovery point moves to the new base offset as soon as the roll returns.
+    fn roll(&mut self, now_ms: i64) -> Result<(), LogError> {
+        let new_base_offset = self.log_end_offset;
+        self.active.on_become_inactive()?;
+        let segment = LogSegment::create(&self.dir, new_base_offset, &self.config, now_ms)?;
+        let old = std::mem::replace(&mut self.active, segment);
+        tracing::debug!(path = %old.log_path().display(), new_base_offset, "rolled segment");
+        self.inactive.insert(old.base_offset(), old);
+        self.dir_needs_sync = true;
+        self.flush()
+    }
+
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start_offset
+    }
+
+    pub fn log_end_offset(&self) -> i64 {
+        self.log_end_offset
+    }
+
+    pub fn recovery_point(&self) -> i64 {
+        self.recovery_point
+    }
+
+    /// fsyncs the data and indexes of every segment that may hold offsets at or above the
+    /// recovery point, then the directory when files came or went, and only then moves the
+    /// recovery point to the log end offset. A caller persists the recovery point (checkpoint)
+    /// only after this returns.
+    pub fn flush(&mut self) -> Result<(), LogError> {
+        let first_unflushed = self
+            .inactive
+            .range(..=self.recovery_point)
+            .next_back()
+            .map(|(base, _)| *base);
+        let unflushed = match first_unflushed {
+            Some(base) => self.inactive.range(base..),
+            None => self.inactive.range(..),
+        };
+        if self.recovery_point < self.active.base_offset() {
+            for segment in unflushed.map(|(_, segment)| segment) {
+                segment.flush()?;
+            }
+        }
+        if self.recovery_point < self.log_end_offset {
+            self.active.flush()?;
+        }
+        if self.dir_needs_sync {
+            // New segment files are only reachable after a crash once their directory entries
+            // are durable.
+            File::open(&self.dir)?.sync_all()?;
+            self.dir_needs_sync = false;
+        }
+        self.recovery_point = self.log_end_offset;
+        self.last_flush_ms = self.latest_now_ms;
+        Ok(())
+    }
+
+    /// Flushes when there is unflushed data and flush_interval_ms has passed since the last flush.
+    pub fn flush_if_due(&mut self, now_ms: i64) -> Result<(), LogError> {
+        self.latest_now_ms = now_ms;
+        let due = now_ms.saturating_sub(self.last_flush_ms) >= self.config.flush_interval_ms;
+        if due && self.recovery_point < self.log_end_offset {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Clean close: writes the active segment's final time-index entry, trims both indexes to
+    /// their valid size (so a reopen, or Kafka's tools, read the entry count from the length) and
+    /// fsyncs everything. The log stays usable: a later append grows the indexes again.
+    pub fn close(&mut self) -> Result<(), LogError> {
+        self.active.on_become_inactive()?;
+        self.active.flush()?;
+        self.flush()
+    }
+
+    /// Segments in offset order starting with the one that holds `offset` (the first one when
+    /// `offset` is below every base offset).
+    fn segments_from(&self, offset: i64) -> impl Iterator<Item = &LogSegment> {
+        let inactive = if offset >= self.active.base_offset() {
+            self.inactive.range(self.active.base_offset()..)
+        } else {
+            match self.inactive.range(..=offset).next_back() {
+                Some((base, _)) => self.inactive.range(*base..),
+                None => self.inactive.range(..),
+            }
+        };
+        inactive
+            .map(|(_, segment)| segment)
+            .chain(std::iter::once(&self.active))
+    }
+
+    /// One past the greatest offset `segment` can hold: the next segment's base offset, or the
+    /// log end offset for the active segment.
+    fn segment_end_offset(&self, segment: &LogSegment) -> i64 {
+        if segment.base_offset() >= self.active.base_offset() {
+            return self.log_end_offset;
+        }
+        self.inactive
+            .range(segment.base_offset() + 1..)
+            .next()
+            .map_or(self.active.base_offset(), |(base, _)| *base)
+    }
+}

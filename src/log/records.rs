@@ -1,0 +1,175 @@
+//! Per-record timestamps and offsets inside one stored batch, for ListOffsets by timestamp and by
+//! max timestamp: the only places the log looks inside a batch.
+//!
+//! Decompression is kafka-protocol's. The record walk is ours, on purpose: kafka-protocol 0.18.0's
+//! `RecordBatchDecoder` reserves memory from counts read from the bytes (records count, header
+//! count) before checking them against the bytes available, while this walk allocates nothing and
+//! reads only each record's length, timestamp delta and offset delta (§1.3 of the Kafka digest).
+
+use bytes::Bytes;
+use kafka_protocol::compression::{Decompressor, Gzip, Lz4, Snappy, Zstd};
+
+use super::batch::{BatchHeader, RECORD_BATCH_OVERHEAD};
+use super::LogError;
+
+/// Finds the first record of `batch` (exactly one whole batch) for which `wanted(offset,
+/// timestamp)` holds. LogAppendTime batches report the batch max timestamp for every record.
+pub(super) fn find_record(
+    batch: &[u8],
+    mut wanted: impl FnMut(i64, i64) -> bool,
+) -> Result<Option<(i64, i64)>, LogError> {
+    let header = BatchHeader::parse(batch).map_err(|error| LogError::Corrupt(error.to_string()))?;
+    let records = decompress(header.compression(), &batch[RECORD_BATCH_OVERHEAD..])?;
+    let mut reader = VarintReader {
+        buf: &records,
+        at: 0,
+    };
+    for _ in 0..header.records_count.max(0) {
+        let length = reader.varint()?;
+        let length = usize::try_from(length)
+            .ok()
+            .filter(|length| *length <= reader.remaining())
+            .ok_or_else(|| corrupt("record length out of range"))?;
+        let record_end = reader.at + length;
+        let _attributes = reader.byte()?;
+        let timestamp_delta = reader.varlong()?;
+        let offset_delta = reader.varint()?;
+        if reader.at > record_end {
+            return Err(corrupt("record header runs past the record"));
+        }
+        reader.at = record_end;
+        let offset = header.base_offset + i64::from(offset_delta);
+        let timestamp = if header.timestamp_type_is_log_append() {
+            header.max_timestamp
+        } else {
+            header.base_timestamp.wrapping_add(timestamp_delta)
+        };
+        if wanted(offset, timestamp) {
+            return Ok(Some((offset, timestamp)));
+        }
+    }
+    Ok(None)
+}
+
+/// The records section, decompressed by kafka-protocol. The output size is not bounded here: the
+/// batch was decompressed and checked by the produce path before it was stored.
+fn decompress(codec: u8, compressed: &[u8]) -> Result<Bytes, LogError> {
+    let mut input = Bytes::copy_from_slice(compressed);
+    let take_all = |buf: &mut Bytes| Ok(std::mem::take(buf));
+    let result = match codec {
+        0 => return Ok(input),
+        1 => <Gzip as Decompressor<Bytes>>::decompress(&mut input, take_all),
+        2 => <Snappy as Decompressor<Bytes>>::decompress(&mut input, take_all),
+        3 => <Lz4 as Decompressor<Bytes>>::decompress(&mut input, take_all),
+        4 => <Zstd as Decompressor<Bytes>>::decompress(&mut input, take_all),
+        other => return Err(corrupt(&format!("unknown compression codec {other}"))),
+    };
+    result.map_err(|error| LogError::Corrupt(format!("cannot decompress batch: {error:#}")))
+}
+
+fn corrupt(reason: &str) -> LogError {
+    LogError::Corrupt(reason.to_string())
+}
+
+/// Zig-zag varints as Kafka's record format uses them.
+struct VarintReader<'a> {
+    buf: &'a [u8],
+    at: usize,
+}
+
+impl VarintReader<'_> {
+    fn remaining(&self) -> usize {
+        self.buf.len() - self.at
+    }
+
+    fn byte(&mut self) -> Result<u8, LogError> {
+        let byte = *self
+            .buf
+            .get(self.at)
+            .ok_or_else(|| corrupt("record truncated"))?;
+        self.at += 1;
+        Ok(byte)
+    }
+
+    fn varint(&mut self) -> Result<i32, LogError> {
+        let value = self.unsigned(5)?;
+        let value = u32::try_from(value).map_err(|_| corrupt("varint overflows 32 bits"))?;
+        Ok(((value >> 1) as i32) ^ -((value & 1) as i32))
+    }
+
+    fn varlong(&mut self) -> Result<i64, LogError> {
+        let value = self.unsigned(10)?;
+        Ok(((value >> 1) as i64) ^ -((value & 1) as i64))
+    }
+
+    fn unsigned(&mut self, max_bytes: usize) -> Result<u64, LogError> {
+        let mut value = 0u64;
+        for n in 0..max_bytes {
+            let byte = self.byte()?;
+            value |= u64::from(byte & 0x7f) << (7 * n);
+            if byte & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err(corrupt("varint too long"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::tests::{encode_batch, BatchSpec};
+    use kafka_protocol::records::Compression;
+
+    #[test]
+    fn finds_records_in_plain_and_compressed_batches() {
+        for compression in [
+            Compression::None,
+            Compression::Gzip,
+            Compression::Lz4,
+            Compression::Zstd,
+        ] {
+            let spec = BatchSpec {
+                base_offset: 100,
+                timestamps: vec![50, 10, 70, 60],
+                compression,
+                ..Default::default()
+            };
+            let batch = encode_batch(&spec);
+            let found = find_record(&batch, |_, timestamp| timestamp >= 55).expect("decode");
+            assert_eq!(found, Some((102, 70)), "{compression:?}");
+            let found = find_record(&batch, |offset, timestamp| timestamp >= 55 && offset > 102);
+            assert_eq!(found.expect("decode"), Some((103, 60)));
+            assert_eq!(
+                find_record(&batch, |_, timestamp| timestamp > 70).expect("decode"),
+                None
+            );
+        }
+    }
+
+    #[test]
+    fn garbage_records_are_corrupt_not_a_panic() {
+        let spec = BatchSpec {
+            timestamps: vec![1, 2],
+            ..Default::default()
+        };
+        let mut batch = encode_batch(&spec);
+        for byte in &mut batch[RECORD_BATCH_OVERHEAD..] {
+            *byte = 0xff;
+        }
+        assert!(matches!(
+            find_record(&batch, |_, _| false),
+            Err(LogError::Corrupt(_))
+        ));
+        let mut gzip = encode_batch(&BatchSpec {
+            compression: Compression::Gzip,
+            ..spec
+        });
+        let len = gzip.len();
+        gzip[len - 8..].fill(0);
+        assert!(matches!(
+            find_record(&gzip, |_, _| false),
+            Err(LogError::Corrupt(_))
+        ));
+    }
+}

@@ -1,0 +1,92 @@
+//! The `sluice` binary: command line → configuration → logging → broker, then wait for SIGINT
+//! or SIGTERM and shut down gracefully. No broker logic lives here.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Parser;
+use sluice::config::Config;
+use sluice::time::SystemClock;
+
+#[global_allocator]
+static ALLOCATOR: sluice::alloc_guard::GuardedAllocator = sluice::alloc_guard::GuardedAllocator;
+
+/// A Kafka-wire-compatible broker. With no arguments: 127.0.0.1:9092, data under ./data.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Args {
+    /// A Kafka server.properties file (Kafka's keys; see config/server.properties).
+    #[arg(long, short = 'c', value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The same file, given positionally as to kafka-server-start.
+    #[arg(value_name = "server.properties", conflicts_with = "config")]
+    config_positional: Option<PathBuf>,
+    /// Overrides one property, e.g. --override log.dirs=/tmp/sluice (repeatable).
+    #[arg(long = "override", value_name = "KEY=VALUE")]
+    overrides: Vec<String>,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    let config = match load_config(&args) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("sluice: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("sluice: cannot start runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sluice: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn load_config(args: &Args) -> Result<Config, String> {
+    let mut pairs = Vec::new();
+    if let Some(path) = args.config.as_ref().or(args.config_positional.as_ref()) {
+        pairs = Config::read_properties(path).map_err(|e| e.to_string())?;
+    }
+    for item in &args.overrides {
+        let (key, value) = item
+            .split_once('=')
+            .ok_or_else(|| format!("--override expects KEY=VALUE, got '{item}'"))?;
+        pairs.push((key.trim().to_string(), value.trim().to_string()));
+    }
+    Config::from_pairs(&pairs).map_err(|e| e.to_string())
+}
+
+async fn run(config: Config) -> anyhow::Result<()> {
+    let broker = sluice::server::start(config, Arc::new(SystemClock)).await?;
+    wait_for_signal().await?;
+    tracing::info!("shutting down");
+    broker.shutdown().await
+}
+
+async fn wait_for_signal() -> std::io::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut terminate = signal(SignalKind::terminate())?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r,
+        _ = terminate.recv() => Ok(()),
+    }
+}

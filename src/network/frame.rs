@@ -1,0 +1,75 @@
+//! Kafka's framing: a big-endian i32 size followed by that many bytes. The size is bounded by
+//! `socket.request.max.bytes` before anything is allocated.
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+#[derive(Debug)]
+pub enum FrameError {
+    /// The peer announced a size outside 1..=max; Kafka closes such connections.
+    InvalidSize(i32),
+    Io(std::io::Error),
+}
+
+impl std::fmt::Display for FrameError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FrameError::InvalidSize(n) => write!(f, "invalid frame size {n}"),
+            FrameError::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// Reads one frame; `Ok(None)` on a clean end of stream between frames.
+pub async fn read_frame<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    max_bytes: usize,
+) -> Result<Option<Bytes>, FrameError> {
+    let mut size = [0u8; 4];
+    match reader.read_exact(&mut size).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(FrameError::Io(e)),
+    }
+    let size = i32::from_be_bytes(size);
+    let len = usize::try_from(size)
+        .ok()
+        .filter(|&n| n > 0 && n <= max_bytes)
+        .ok_or(FrameError::InvalidSize(size))?;
+    let mut frame = BytesMut::zeroed(len);
+    reader
+        .read_exact(&mut frame)
+        .await
+        .map_err(FrameError::Io)?;
+    Ok(Some(frame.freeze()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn bounds_size_before_allocating() {
+        let mut huge: &[u8] = &[0x7f, 0xff, 0xff, 0xff];
+        assert!(matches!(
+            read_frame(&mut huge, 1024).await,
+            Err(FrameError::InvalidSize(_))
+        ));
+        let mut negative: &[u8] = &[0xff, 0xff, 0xff, 0xff];
+        assert!(matches!(
+            read_frame(&mut negative, 1024).await,
+            Err(FrameError::InvalidSize(-1))
+        ));
+        let mut ok: &[u8] = &[0, 0, 0, 2, 7, 8, 0, 0];
+        assert_eq!(
+            read_frame(&mut ok, 1024).await.unwrap().unwrap(),
+            Bytes::from_static(&[7, 8])
+        );
+        assert!(
+            read_frame(&mut ok, 1024).await.unwrap().is_none(),
+            "a torn size prefix ends the stream"
+        );
+        let mut empty: &[u8] = &[];
+        assert!(read_frame(&mut empty, 1024).await.unwrap().is_none());
+    }
+}

@@ -1,0 +1,48 @@
+//! The accept loop. At most `max.connections` connections are served at once; past that the
+//! loop stops accepting and new clients wait in the kernel's backlog.
+
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch, Semaphore};
+
+use super::connection::serve_connection;
+use crate::api::Broker;
+
+/// Accepts until shutdown. Each connection task holds a clone of `drain`; the server knows all
+/// connections have finished when every clone is dropped.
+pub async fn serve_listener(
+    listener: TcpListener,
+    broker: Arc<Broker>,
+    mut shutdown: watch::Receiver<bool>,
+    drain: mpsc::Sender<()>,
+) {
+    let permits = Arc::new(Semaphore::new(broker.config.max_connections));
+    loop {
+        let permit = tokio::select! {
+            permit = permits.clone().acquire_owned() => match permit { Ok(p) => p, Err(_) => return },
+            _ = shutdown.changed() => return,
+        };
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = shutdown.changed() => return,
+        };
+        match accepted {
+            Ok((stream, _)) => {
+                let broker = broker.clone();
+                let shutdown = shutdown.clone();
+                let drain = drain.clone();
+                tokio::spawn(async move {
+                    serve_connection(stream, broker, shutdown).await;
+                    drop(permit);
+                    drop(drain);
+                });
+            }
+            Err(e) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! Sockets and framing only: the accept loop with its connection limit, and per connection the
+//! length-prefixed frames, bounded read-ahead, and responses written strictly in request order.
+//! No Kafka semantics live here beyond what Kafka's network layer does (closing on oversized
+//! frames, unknown keys and unsupported versions).
+
+mod connection;
+mod frame;
+mod listener;
+
+pub use listener::serve_listener;

@@ -1,0 +1,71 @@
+//! The one table of APIs and versions sluice implements. ApiVersions advertises exactly this
+//! table, and the request path refuses anything outside it, so the two cannot drift apart.
+
+use kafka_protocol::messages::ApiKey;
+
+/// One API: the versions advertised in ApiVersions and the versions actually served.
+///
+/// `advertised_min` may be below `served_min` only where Kafka 4 does the same on purpose
+/// (KAFKA-18659: Produce advertises 0 so librdkafka < 2.11.1 keeps compression on, while
+/// requests at v0-2 still get their connection closed).
+#[derive(Clone, Copy, Debug)]
+pub struct ApiSupport {
+    pub key: ApiKey,
+    pub advertised_min: i16,
+    pub served_min: i16,
+    pub max: i16,
+}
+
+const fn api(key: ApiKey, advertised_min: i16, served_min: i16, max: i16) -> ApiSupport {
+    ApiSupport {
+        key,
+        advertised_min,
+        served_min,
+        max,
+    }
+}
+
+/// Kafka 4.1's ranges (digest §10.3) for the APIs sluice implements.
+pub const SUPPORTED_APIS: &[ApiSupport] = &[
+    api(ApiKey::Produce, 0, 3, 13),
+    api(ApiKey::Fetch, 4, 4, 18),
+    api(ApiKey::ListOffsets, 1, 1, 9),
+    api(ApiKey::Metadata, 0, 0, 13),
+    api(ApiKey::ApiVersions, 0, 0, 4),
+    api(ApiKey::CreateTopics, 2, 2, 7),
+    api(ApiKey::DeleteTopics, 1, 1, 6),
+    api(ApiKey::InitProducerId, 0, 0, 5),
+];
+
+/// The served version range of an API key, or None when sluice does not implement it.
+pub fn served_range(api_key: i16) -> Option<(i16, i16)> {
+    SUPPORTED_APIS
+        .iter()
+        .find(|a| a.key as i16 == api_key)
+        .map(|a| (a.served_min, a.max))
+}
+
+/// `(api_key, min, max)` triples for the ApiVersions response.
+pub fn advertised_api_versions() -> impl Iterator<Item = (i16, i16, i16)> {
+    SUPPORTED_APIS
+        .iter()
+        .map(|a| (a.key as i16, a.advertised_min, a.max))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_served_range_is_valid_for_the_codec() {
+        for a in SUPPORTED_APIS {
+            let codec = a.key.valid_versions();
+            assert!(
+                a.served_min >= codec.min && a.max <= codec.max,
+                "{:?}",
+                a.key
+            );
+            assert!(a.advertised_min <= a.served_min);
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! Process lifecycle: open the log directory, bind the listener, run the accept loop and the
+//! background tasks (flush scheduler, checkpoint writer), and shut down gracefully: stop
+//! accepting, answer requests already read, then close every log, write the checkpoints and
+//! the clean-shutdown marker.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use crate::api::Broker;
+use crate::config::Config;
+use crate::network::serve_listener;
+use crate::storage::LogManager;
+use crate::time::Clock;
+
+/// How long shutdown waits for connections to answer what they already read.
+const SHUTDOWN_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A started broker.
+pub struct RunningBroker {
+    pub local_addr: SocketAddr,
+    shutdown: watch::Sender<bool>,
+    task: JoinHandle<anyhow::Result<()>>,
+}
+
+impl RunningBroker {
+    /// Graceful shutdown; returns once logs are closed and the clean-shutdown marker is written.
+    pub async fn shutdown(self) -> anyhow::Result<()> {
+        let _ = self.shutdown.send(true);
+        self.task.await?
+    }
+}
+
+/// Opens the logs, binds, and starts serving in the background.
+pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<RunningBroker> {
+    let address = format!("{}:{}", config.listener.host, config.listener.port);
+    let listener = TcpListener::bind(&address)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {address}: {e}"))?;
+    let local_addr = listener.local_addr()?;
+    if config.advertised_listener.port == 0 {
+        config.advertised_listener.port = local_addr.port();
+    }
+    let config = Arc::new(config);
+    let logs = Arc::new(LogManager::open(config.clone(), clock.now_ms())?);
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let broker = Arc::new(Broker {
+        config: config.clone(),
+        logs: logs.clone(),
+        clock: clock.clone(),
+        shutdown: shutdown_rx.clone(),
+    });
+    tracing::info!(%local_addr, advertised = %config.advertised_listener, node_id = config.node_id, "sluice is serving");
+
+    let task = tokio::spawn(async move {
+        let (drain_tx, mut drain_rx) = mpsc::channel::<()>(1);
+        let background = tokio::spawn(background_tasks(
+            logs.clone(),
+            config.clone(),
+            clock,
+            shutdown_rx.clone(),
+        ));
+        serve_listener(listener, broker, shutdown_rx, drain_tx).await;
+        // Every connection holds a drain sender; recv() returns None once all have finished.
+        if tokio::time::timeout(SHUTDOWN_DRAIN_TIMEOUT, drain_rx.recv())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "connections still busy after {SHUTDOWN_DRAIN_TIMEOUT:?}; closing logs anyway"
+            );
+        }
+        let _ = background.await;
+        tokio::task::spawn_blocking(move || logs.shutdown()).await??;
+        tracing::info!("shut down cleanly");
+        Ok(())
+    });
+    Ok(RunningBroker {
+        local_addr,
+        shutdown: shutdown_tx,
+        task,
+    })
+}
+
+/// Flushes logs whose flush interval passed and writes checkpoints periodically, as Kafka's
+/// log-flusher and checkpoint tasks do.
+async fn background_tasks(
+    logs: Arc<LogManager>,
+    config: Arc<Config>,
+    clock: Arc<dyn Clock>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut flush = tokio::time::interval(Duration::from_millis(
+        config.log_flush_scheduler_interval_ms,
+    ));
+    let mut checkpoint = tokio::time::interval(Duration::from_millis(
+        config.log_flush_offset_checkpoint_interval_ms,
+    ));
+    flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    checkpoint.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = flush.tick() => {
+                let (logs, now_ms) = (logs.clone(), clock.now_ms());
+                let _ = tokio::task::spawn_blocking(move || logs.flush_due(now_ms)).await;
+            }
+            _ = checkpoint.tick() => {
+                let logs = logs.clone();
+                if let Ok(Err(e)) = tokio::task::spawn_blocking(move || logs.write_checkpoints()).await {
+                    tracing::error!("writing checkpoints failed: {e}");
+                }
+            }
+            _ = shutdown.changed() => return,
+        }
+    }
+}

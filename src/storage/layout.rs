@@ -1,0 +1,199 @@
+//! Files of the log directory other than the logs themselves, in Kafka's formats:
+//! `meta.properties`, `.lock`, `partition.metadata`, `.kafka_cleanshutdown`, and the naming of
+//! partition directories.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use uuid::Uuid;
+
+use crate::config::parse_properties;
+
+/// Kafka writes ids as 22-character unpadded base64url of the UUID's 16 bytes.
+pub fn encode_kafka_uuid(id: Uuid) -> String {
+    URL_SAFE_NO_PAD.encode(id.as_bytes())
+}
+
+pub fn decode_kafka_uuid(text: &str) -> Option<Uuid> {
+    let bytes = URL_SAFE_NO_PAD.decode(text.trim()).ok()?;
+    Uuid::from_slice(&bytes).ok()
+}
+
+/// Takes an exclusive lock on `<dir>/.lock`, as Kafka does, so two brokers never share a directory.
+pub fn lock_directory(dir: &Path) -> anyhow::Result<File> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(".lock"))?;
+    file.try_lock().map_err(|e| {
+        anyhow::anyhow!(
+            "log directory {} is in use by another process: {e}",
+            dir.display()
+        )
+    })?;
+    Ok(file)
+}
+
+/// Reads `meta.properties` (KRaft v1) or writes a new one; returns the cluster id.
+pub fn read_or_write_meta_properties(dir: &Path, node_id: i32) -> anyhow::Result<String> {
+    let path = dir.join("meta.properties");
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let props = parse_properties(&text);
+        let get = |k: &str| {
+            props
+                .iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.clone())
+        };
+        if let Some(found) = get("node.id") {
+            if found != node_id.to_string() {
+                anyhow::bail!(
+                    "{}: node.id {found} does not match configured node.id {node_id}",
+                    path.display()
+                );
+            }
+        }
+        return get("cluster.id")
+            .ok_or_else(|| anyhow::anyhow!("{}: no cluster.id", path.display()));
+    }
+    let cluster_id = encode_kafka_uuid(Uuid::new_v4());
+    let directory_id = encode_kafka_uuid(Uuid::new_v4());
+    let text = format!(
+        "#\n#Written by sluice\nnode.id={node_id}\ndirectory.id={directory_id}\nversion=1\ncluster.id={cluster_id}\n"
+    );
+    write_file_durably(&path, text.as_bytes())?;
+    Ok(cluster_id)
+}
+
+/// `partition.metadata`: `version: 0` and the topic id. Written before any data is appended.
+pub fn write_partition_metadata(dir: &Path, topic_id: Uuid) -> std::io::Result<()> {
+    let text = format!("version: 0\ntopic_id: {}\n", encode_kafka_uuid(topic_id));
+    write_file_durably(&dir.join("partition.metadata"), text.as_bytes())
+}
+
+/// The topic id of a partition directory; one is written if the file is missing, reusing the
+/// id of the topic's other partitions when known.
+pub fn read_or_write_partition_metadata(dir: &Path, known: Option<Uuid>) -> anyhow::Result<Uuid> {
+    let path = dir.join("partition.metadata");
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let id = parse_properties(&text)
+            .into_iter()
+            .find(|(k, _)| k == "topic_id")
+            .and_then(|(_, v)| decode_kafka_uuid(&v))
+            .ok_or_else(|| anyhow::anyhow!("{}: no valid topic_id", path.display()))?;
+        if let Some(known) = known {
+            if known != id {
+                anyhow::bail!(
+                    "{}: topic id {id} differs from the topic's {known}",
+                    path.display()
+                );
+            }
+        }
+        return Ok(id);
+    }
+    let id = known.unwrap_or_else(Uuid::new_v4);
+    write_partition_metadata(dir, id)?;
+    Ok(id)
+}
+
+/// `<topic>-<partition>` directories; anything else (the deleted `*-delete`, Kafka's `-future`
+/// and `-stray`, files) is not a live partition.
+pub fn partition_dirs(dir: &Path) -> std::io::Result<Vec<(String, i32, PathBuf)>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if !entry.file_type()?.is_dir() {
+            continue;
+        }
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some((topic, partition)) = parse_partition_dir_name(&name) {
+            found.push((topic, partition, entry.path()));
+        }
+    }
+    Ok(found)
+}
+
+pub fn parse_partition_dir_name(name: &str) -> Option<(String, i32)> {
+    if name.ends_with("-delete") || name.ends_with("-future") || name.ends_with("-stray") {
+        return None;
+    }
+    let (topic, partition) = name.rsplit_once('-')?;
+    let partition: i32 = partition.parse().ok()?;
+    (partition >= 0 && super::validate_topic_name(topic).is_ok())
+        .then(|| (topic.to_string(), partition))
+}
+
+/// Finishes deletions interrupted by a crash.
+pub fn remove_deleted_topic_dirs(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().ends_with("-delete") {
+            if let Err(e) = std::fs::remove_dir_all(entry.path()) {
+                tracing::warn!(dir = %entry.path().display(), "cannot remove deleted partition: {e}");
+            }
+        }
+    }
+}
+
+pub fn write_clean_shutdown_marker(path: &Path) -> std::io::Result<()> {
+    write_file_durably(path, br#"{"version":0,"brokerEpoch":0}"#)
+}
+
+/// Write to `<path>.tmp`, fsync, rename over `path`, fsync the directory: readers see the old
+/// file or the new one, never a torn one.
+pub fn write_file_durably(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    {
+        let mut file = File::create(&tmp)?;
+        file.write_all(contents)?;
+        file.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    if let Some(parent) = path.parent() {
+        fsync_dir(parent)?;
+    }
+    Ok(())
+}
+
+pub fn fsync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kafka_uuid_round_trip() {
+        let id = Uuid::new_v4();
+        let text = encode_kafka_uuid(id);
+        assert_eq!(text.len(), 22);
+        assert_eq!(decode_kafka_uuid(&text), Some(id));
+    }
+
+    #[test]
+    fn partition_dir_names() {
+        assert_eq!(
+            parse_partition_dir_name("my-topic-12"),
+            Some(("my-topic".into(), 12))
+        );
+        assert_eq!(parse_partition_dir_name("t-0.abc-delete"), None);
+        assert_eq!(parse_partition_dir_name("notapartition"), None);
+        assert_eq!(parse_partition_dir_name("t-x"), None);
+        assert_eq!(parse_partition_dir_name("t--1"), Some(("t-".into(), 1)));
+    }
+
+    #[test]
+    fn meta_properties_is_stable_and_checks_node_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = read_or_write_meta_properties(dir.path(), 1).unwrap();
+        assert_eq!(read_or_write_meta_properties(dir.path(), 1).unwrap(), first);
+        assert!(read_or_write_meta_properties(dir.path(), 2).is_err());
+    }
+}

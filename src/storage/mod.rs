@@ -1,0 +1,311 @@
+//! The set of partition logs in the log directory (Kafka's LogManager): `meta.properties`, the
+//! directory lock, topic directories `<topic>-<partition>/` with `partition.metadata`, the
+//! recovery-point and log-start-offset checkpoints, and the `.kafka_cleanshutdown` marker.
+//!
+//! It owns the topic registry (name → topic id and partitions) and creates and deletes topics.
+//! It sees batch bytes and offsets, never request types. Appends wake long-polling fetches
+//! through one `Notify`.
+
+mod layout;
+pub use layout::write_file_durably;
+mod topic;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use tokio::sync::Notify;
+use uuid::Uuid;
+
+use crate::config::Config;
+use crate::log::checkpoint::{read_checkpoint, write_checkpoint};
+use crate::log::{LogError, OpenOptions, PartitionLog};
+use crate::producer::id_allocator::ProducerIdAllocator;
+pub use topic::{
+    validate_topic_name, Partition, PartitionError, PartitionState, Topic, TopicConfigs, TopicError,
+};
+
+const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
+const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
+const CLEAN_SHUTDOWN_MARKER: &str = ".kafka_cleanshutdown";
+
+/// All partition logs of the broker's one log directory.
+pub struct LogManager {
+    log_dir: PathBuf,
+    config: Arc<Config>,
+    cluster_id: String,
+    topics: RwLock<HashMap<String, Arc<Topic>>>,
+    /// Woken after every append so parked fetches re-check their partitions.
+    appended: Notify,
+    producer_ids: ProducerIdAllocator,
+    /// Held for the life of the broker so a second broker cannot open the same directory.
+    _lock_file: File,
+}
+
+impl LogManager {
+    /// Opens the log directory, recovering every log when the last shutdown was not clean.
+    pub fn open(config: Arc<Config>, now_ms: i64) -> anyhow::Result<LogManager> {
+        let log_dir = config.log_dir.clone();
+        std::fs::create_dir_all(&log_dir)?;
+        let lock_file = layout::lock_directory(&log_dir)?;
+        let cluster_id = layout::read_or_write_meta_properties(&log_dir, config.node_id)?;
+        // Deleted before any log loads: a crash while loading must count as unclean.
+        let marker = log_dir.join(CLEAN_SHUTDOWN_MARKER);
+        let clean_shutdown = marker.exists();
+        if clean_shutdown {
+            std::fs::remove_file(&marker)?;
+            layout::fsync_dir(&log_dir)?;
+        }
+        let recovery_points =
+            checkpoint_map(read_checkpoint(&log_dir.join(RECOVERY_POINT_CHECKPOINT)));
+        let log_starts =
+            checkpoint_map(read_checkpoint(&log_dir.join(LOG_START_OFFSET_CHECKPOINT)));
+        let topic_configs = topic::read_topic_configs(&log_dir)?;
+        layout::remove_deleted_topic_dirs(&log_dir);
+
+        let mut grouped: BTreeMap<String, Vec<(i32, PathBuf)>> = BTreeMap::new();
+        for (topic, partition, dir) in layout::partition_dirs(&log_dir)? {
+            grouped.entry(topic).or_default().push((partition, dir));
+        }
+        let mut topics = HashMap::new();
+        for (name, mut dirs) in grouped {
+            dirs.sort_by_key(|(p, _)| *p);
+            let configs =
+                TopicConfigs::from_map(topic_configs.get(&name).cloned().unwrap_or_default());
+            let log_config = configs.log_config(&config);
+            let mut partitions = Vec::with_capacity(dirs.len());
+            let mut topic_id = None;
+            for (expected, (index, dir)) in dirs.into_iter().enumerate() {
+                if index != expected as i32 {
+                    anyhow::bail!("topic {name}: partition directory {index} found where {expected} was expected");
+                }
+                let id = layout::read_or_write_partition_metadata(&dir, topic_id)?;
+                topic_id.get_or_insert(id);
+                let key = (name.clone(), index);
+                let options = OpenOptions {
+                    recovery_point: recovery_points.get(&key).copied().unwrap_or(0),
+                    log_start_offset: log_starts.get(&key).copied().unwrap_or(0),
+                    clean_shutdown,
+                };
+                let log = PartitionLog::open(&dir, log_config.clone(), options, now_ms)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
+                let partition =
+                    Partition::new(name.clone(), index, dir.clone(), log).map_err(|e| {
+                        anyhow::anyhow!("{}: rebuilding producer state: {e}", dir.display())
+                    })?;
+                partitions.push(Arc::new(partition));
+            }
+            let id = topic_id.unwrap_or_else(Uuid::new_v4);
+            topics.insert(
+                name.clone(),
+                Arc::new(Topic {
+                    name,
+                    id,
+                    partitions,
+                    configs,
+                }),
+            );
+        }
+        tracing::info!(dir = %log_dir.display(), topics = topics.len(), clean_shutdown, "log directory loaded");
+        let config_log_dir = log_dir.clone();
+        Ok(LogManager {
+            log_dir,
+            config,
+            cluster_id,
+            topics: RwLock::new(topics),
+            appended: Notify::new(),
+            producer_ids: ProducerIdAllocator::open(&config_log_dir)?,
+            _lock_file: lock_file,
+        })
+    }
+
+    pub fn producer_ids(&self) -> &ProducerIdAllocator {
+        &self.producer_ids
+    }
+
+    pub fn cluster_id(&self) -> &str {
+        &self.cluster_id
+    }
+
+    pub fn topic(&self, name: &str) -> Option<Arc<Topic>> {
+        self.topics
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned()
+    }
+
+    pub fn topic_by_id(&self, id: Uuid) -> Option<Arc<Topic>> {
+        let topics = self.topics.read().unwrap_or_else(|e| e.into_inner());
+        topics.values().find(|t| t.id == id).cloned()
+    }
+
+    /// Every topic, ordered by name.
+    pub fn topics(&self) -> Vec<Arc<Topic>> {
+        let topics = self.topics.read().unwrap_or_else(|e| e.into_inner());
+        let mut all: Vec<_> = topics.values().cloned().collect();
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all
+    }
+
+    /// The notifier fetches park on; see `notify_appended`.
+    pub fn appended(&self) -> &Notify {
+        &self.appended
+    }
+
+    pub fn notify_appended(&self) {
+        self.appended.notify_waiters();
+    }
+
+    /// Creates a topic: directories, `partition.metadata` first, then empty logs.
+    pub fn create_topic(
+        &self,
+        name: &str,
+        num_partitions: i32,
+        configs: TopicConfigs,
+        now_ms: i64,
+    ) -> Result<Arc<Topic>, TopicError> {
+        validate_topic_name(name)?;
+        let mut topics = self.topics.write().unwrap_or_else(|e| e.into_inner());
+        if topics.contains_key(name) {
+            return Err(TopicError::AlreadyExists);
+        }
+        let id = Uuid::new_v4();
+        let log_config = configs.log_config(&self.config);
+        let mut partitions = Vec::new();
+        for index in 0..num_partitions {
+            let dir = self.log_dir.join(format!("{name}-{index}"));
+            let log = (|| -> Result<Partition, LogError> {
+                std::fs::create_dir_all(&dir)?;
+                layout::write_partition_metadata(&dir, id)?;
+                let options = OpenOptions {
+                    recovery_point: 0,
+                    log_start_offset: 0,
+                    clean_shutdown: true,
+                };
+                let log = PartitionLog::open(&dir, log_config.clone(), options, now_ms)?;
+                Partition::new(name.to_string(), index, dir.clone(), log)
+            })()
+            .map_err(|e| TopicError::Storage(e.to_string()))?;
+            partitions.push(Arc::new(log));
+        }
+        let topic = Arc::new(Topic {
+            name: name.to_string(),
+            id,
+            partitions,
+            configs,
+        });
+        topics.insert(name.to_string(), topic.clone());
+        let all_configs: BTreeMap<String, BTreeMap<String, String>> = topics
+            .values()
+            .map(|t| (t.name.clone(), t.configs.to_map()))
+            .collect();
+        drop(topics);
+        topic::write_topic_configs(&self.log_dir, &all_configs)
+            .map_err(|e| TopicError::Storage(e.to_string()))?;
+        tracing::info!(topic = name, partitions = num_partitions, %id, "created topic");
+        Ok(topic)
+    }
+
+    /// Deletes a topic: its partitions stop serving at once, their directories are renamed
+    /// `<topic>-<p>.<id>-delete` and removed, and the topic id is retired with them.
+    pub fn delete_topic(&self, name: &str) -> Result<(), TopicError> {
+        let topic = {
+            let mut topics = self.topics.write().unwrap_or_else(|e| e.into_inner());
+            topics.remove(name).ok_or(TopicError::UnknownTopic)?
+        };
+        for partition in &topic.partitions {
+            partition.retire();
+            let renamed = self.log_dir.join(format!(
+                "{}-{}.{}-delete",
+                topic.name,
+                partition.index,
+                topic.id.simple()
+            ));
+            if let Err(e) = std::fs::rename(&partition.dir, &renamed) {
+                tracing::error!(dir = %partition.dir.display(), "cannot rename deleted partition: {e}");
+                continue;
+            }
+            if let Err(e) = std::fs::remove_dir_all(&renamed) {
+                tracing::error!(dir = %renamed.display(), "cannot remove deleted partition: {e}");
+            }
+        }
+        let all_configs: BTreeMap<String, BTreeMap<String, String>> = self
+            .topics()
+            .iter()
+            .map(|t| (t.name.clone(), t.configs.to_map()))
+            .collect();
+        topic::write_topic_configs(&self.log_dir, &all_configs)
+            .map_err(|e| TopicError::Storage(e.to_string()))?;
+        self.notify_appended();
+        tracing::info!(topic = name, "deleted topic");
+        Ok(())
+    }
+
+    /// Flushes logs whose `flush.ms` interval has passed (the flush scheduler's tick).
+    pub fn flush_due(&self, now_ms: i64) {
+        for partition in self.all_partitions() {
+            if let Err(e) = partition.with_log(|log| log.flush_if_due(now_ms)) {
+                tracing::error!(partition = %partition, "flush failed: {e}");
+            }
+        }
+    }
+
+    /// Writes the recovery-point and log-start-offset checkpoints (atomically, fsynced).
+    pub fn write_checkpoints(&self) -> std::io::Result<()> {
+        let mut recovery = Vec::new();
+        let mut starts = Vec::new();
+        for partition in self.all_partitions() {
+            let offsets =
+                partition.with_log(|log| Ok((log.recovery_point(), log.log_start_offset())));
+            if let Ok((recovery_point, log_start)) = offsets {
+                recovery.push((partition.topic.clone(), partition.index, recovery_point));
+                starts.push((partition.topic.clone(), partition.index, log_start));
+            }
+        }
+        write_checkpoint(&self.log_dir.join(RECOVERY_POINT_CHECKPOINT), &recovery)?;
+        write_checkpoint(&self.log_dir.join(LOG_START_OFFSET_CHECKPOINT), &starts)
+    }
+
+    /// Clean shutdown: close every log (flush, final time-index entry, trimmed indexes), write
+    /// the checkpoints, and only then the clean-shutdown marker.
+    pub fn shutdown(&self) -> anyhow::Result<()> {
+        let mut all_closed = true;
+        for partition in self.all_partitions() {
+            if let Err(e) = partition.snapshot_producers() {
+                tracing::error!(partition = %partition, "producer snapshot failed: {e}");
+                all_closed = false;
+            }
+            if let Err(e) = partition.with_log(|log| log.close()) {
+                tracing::error!(partition = %partition, "close failed: {e}");
+                all_closed = false;
+            }
+        }
+        self.write_checkpoints()?;
+        if all_closed {
+            layout::write_clean_shutdown_marker(&self.log_dir.join(CLEAN_SHUTDOWN_MARKER))?;
+        }
+        Ok(())
+    }
+
+    fn all_partitions(&self) -> Vec<Arc<Partition>> {
+        self.topics()
+            .iter()
+            .flat_map(|t| t.partitions.iter().cloned())
+            .collect()
+    }
+}
+
+fn checkpoint_map(
+    entries: std::io::Result<Vec<(String, i32, i64)>>,
+) -> HashMap<(String, i32), i64> {
+    match entries {
+        Ok(entries) => entries.into_iter().map(|(t, p, o)| ((t, p), o)).collect(),
+        Err(e) => {
+            // Kafka resets an unreadable checkpoint: recovery starts from offset 0.
+            tracing::warn!("unreadable checkpoint, recovering from the start: {e}");
+            HashMap::new()
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! ApiVersions, Metadata, CreateTopics and DeleteTopics over real sockets.
+
+mod common;
+
+use common::TestBroker;
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+
+fn name(n: &str) -> TopicName {
+    TopicName(StrBytes::from_string(n.to_string()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_versions_every_version_and_the_fallback() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    for version in 0..=4 {
+        let request = ApiVersionsRequest::default()
+            .with_client_software_name(StrBytes::from_static_str("sluice-test"))
+            .with_client_software_version(StrBytes::from_static_str("1.0"));
+        let response: ApiVersionsResponse =
+            client.call(ApiKey::ApiVersions, version, &request).await;
+        assert_eq!(response.error_code, 0);
+        let produce = response.api_keys.iter().find(|k| k.api_key == 0).unwrap();
+        assert_eq!((produce.min_version, produce.max_version), (0, 13));
+        let fetch = response.api_keys.iter().find(|k| k.api_key == 1).unwrap();
+        assert_eq!(fetch.min_version, 4);
+        assert!(
+            response.api_keys.iter().all(|k| k.api_key != 68),
+            "the KIP-848 heartbeat is not advertised"
+        );
+    }
+    // v3 with an invalid software name: INVALID_REQUEST.
+    let bad = ApiVersionsRequest::default()
+        .with_client_software_name(StrBytes::from_static_str("-bad name"))
+        .with_client_software_version(StrBytes::from_static_str("1"));
+    let response: ApiVersionsResponse = client.call(ApiKey::ApiVersions, 3, &bad).await;
+    assert_eq!(response.error_code, 42);
+    // A version from the future: v0-shaped UNSUPPORTED_VERSION listing ApiVersions only.
+    client
+        .send_raw(&[0, 0, 0, 10, 0, 18, 0, 77, 0, 0, 0, 9, 0xff, 0xff])
+        .await;
+    let frame = client.read_frame().await.unwrap();
+    assert_eq!(
+        &frame[..],
+        &[0, 0, 0, 9, 0, 35, 0, 0, 0, 1, 0, 18, 0, 0, 0, 4]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_auto_creates_and_topic_ids_survive_restart() {
+    let mut broker = TestBroker::start(&[("num.partitions", "3")]).await;
+    let mut client = broker.client().await;
+    let request = MetadataRequest::default()
+        .with_topics(Some(vec![MetadataRequestTopic::default()
+            .with_name(Some(name("auto")))
+            .with_topic_id(uuid::Uuid::nil())]))
+        .with_allow_auto_topic_creation(true);
+    let response: MetadataResponse = client.call(ApiKey::Metadata, 12, &request).await;
+    assert_eq!(response.controller_id, BrokerId(1));
+    assert_eq!(response.brokers.len(), 1);
+    assert_eq!(response.brokers[0].port, i32::from(broker.addr().port()));
+    let topic = &response.topics[0];
+    assert_eq!(topic.error_code, 0);
+    assert_eq!(topic.partitions.len(), 3);
+    assert!(!topic.topic_id.is_nil());
+    let id = topic.topic_id;
+
+    broker.restart().await;
+    let mut client = broker.client().await;
+    let all: MetadataResponse = client
+        .call(
+            ApiKey::Metadata,
+            12,
+            &MetadataRequest::default().with_topics(None),
+        )
+        .await;
+    assert_eq!(all.topics.len(), 1);
+    assert_eq!(
+        all.topics[0].topic_id, id,
+        "topic id is stable across restarts"
+    );
+    // v0 with an empty list means every topic.
+    let v0: MetadataResponse = client
+        .call(
+            ApiKey::Metadata,
+            0,
+            &MetadataRequest::default().with_topics(Some(vec![])),
+        )
+        .await;
+    assert_eq!(v0.topics.len(), 1);
+    // Not allowed to create: UNKNOWN_TOPIC_OR_PARTITION.
+    let request = MetadataRequest::default()
+        .with_topics(Some(vec![
+            MetadataRequestTopic::default().with_name(Some(name("other")))
+        ]))
+        .with_allow_auto_topic_creation(false);
+    let response: MetadataResponse = client.call(ApiKey::Metadata, 12, &request).await;
+    assert_eq!(response.topics[0].error_code, 3);
+}
+
+fn creatable(n: &str, partitions: i32, replication: i16) -> CreatableTopic {
+    CreatableTopic::default()
+        .with_name(name(n))
+        .with_num_partitions(partitions)
+        .with_replication_factor(replication)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_topics_validates_like_kafka() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    let with_config =
+        creatable("configured", 2, 1).with_configs(vec![CreatableTopicConfig::default()
+            .with_name(StrBytes::from_static_str("retention.ms"))
+            .with_value(Some(StrBytes::from_static_str("1000")))]);
+    let bad_config = creatable("badconf", 1, 1).with_configs(vec![CreatableTopicConfig::default()
+        .with_name(StrBytes::from_static_str("no.such.config"))
+        .with_value(Some(StrBytes::from_static_str("1")))]);
+    let request = CreateTopicsRequest::default().with_topics(vec![
+        with_config,
+        creatable("rf3", 1, 3),
+        creatable("zero", 0, 1),
+        creatable("bad name!", 1, 1),
+        bad_config,
+        creatable("validated", 4, -1),
+    ]);
+    let mut validate_only = request.clone();
+    validate_only.validate_only = true;
+    validate_only.topics.truncate(1);
+    validate_only.topics[0].name = name("only-validated");
+    let response: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 7, &validate_only).await;
+    assert_eq!(response.topics[0].error_code, 0);
+    assert!(
+        !broker.dir.path().join("only-validated-0").exists(),
+        "validate_only creates nothing"
+    );
+
+    let response: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 7, &request).await;
+    let codes: Vec<i16> = response.topics.iter().map(|t| t.error_code).collect();
+    assert_eq!(codes, vec![0, 38, 37, 17, 40, 0]);
+    assert!(response.topics[1]
+        .error_message
+        .as_ref()
+        .unwrap()
+        .contains("replication factor"));
+    assert_eq!(response.topics[5].num_partitions, 4);
+    assert!(broker
+        .dir
+        .path()
+        .join("configured-1/partition.metadata")
+        .exists());
+    let again: CreateTopicsResponse = client
+        .call(
+            ApiKey::CreateTopics,
+            2,
+            &CreateTopicsRequest::default().with_topics(vec![creatable("configured", 1, 1)]),
+        )
+        .await;
+    assert_eq!(again.topics[0].error_code, 36, "TOPIC_ALREADY_EXISTS");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_topics_removes_files_and_retires_the_id() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    let created: CreateTopicsResponse = client
+        .call(
+            ApiKey::CreateTopics,
+            7,
+            &CreateTopicsRequest::default().with_topics(vec![creatable("gone", 2, 1)]),
+        )
+        .await;
+    let old_id = created.topics[0].topic_id;
+    assert!(broker.dir.path().join("gone-1").exists());
+    let response: DeleteTopicsResponse = client
+        .call(
+            ApiKey::DeleteTopics,
+            4,
+            &DeleteTopicsRequest::default().with_topic_names(vec![name("gone"), name("never")]),
+        )
+        .await;
+    assert_eq!(response.responses[0].error_code, 0);
+    assert_eq!(response.responses[1].error_code, 3);
+    assert!(!broker.dir.path().join("gone-0").exists());
+    assert!(!broker.dir.path().join("gone-1").exists());
+    let recreated: CreateTopicsResponse = client
+        .call(
+            ApiKey::CreateTopics,
+            7,
+            &CreateTopicsRequest::default().with_topics(vec![creatable("gone", 1, 1)]),
+        )
+        .await;
+    assert_eq!(recreated.topics[0].error_code, 0);
+    assert_ne!(
+        recreated.topics[0].topic_id, old_id,
+        "a recreated topic gets a new id"
+    );
+    // v6 deletes by id.
+    let by_id = DeleteTopicsRequest::default()
+        .with_topics(vec![delete_topics_request::DeleteTopicState::default()
+            .with_topic_id(recreated.topics[0].topic_id)]);
+    let response: DeleteTopicsResponse = client.call(ApiKey::DeleteTopics, 6, &by_id).await;
+    assert_eq!(response.responses[0].error_code, 0);
+    assert_eq!(
+        response.responses[0].name.as_ref().map(|n| n.to_string()),
+        Some("gone".to_string())
+    );
+}

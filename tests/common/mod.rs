@@ -1,0 +1,199 @@
+//! A minimal raw-protocol client and a broker started in-process on 127.0.0.1:0 with a fresh
+//! data directory, for socket tests that speak Kafka's bytes.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+use sluice::config::Config;
+use sluice::server::{start, RunningBroker};
+use sluice::time::SystemClock;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+pub struct TestBroker {
+    pub broker: Option<RunningBroker>,
+    pub dir: tempfile::TempDir,
+    pub overrides: Vec<(String, String)>,
+}
+
+impl TestBroker {
+    pub async fn start(overrides: &[(&str, &str)]) -> TestBroker {
+        let dir = tempfile::tempdir().unwrap();
+        let overrides: Vec<(String, String)> = overrides
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let mut test = TestBroker {
+            broker: None,
+            dir,
+            overrides,
+        };
+        test.restart_in_place().await;
+        test
+    }
+
+    pub fn config(&self) -> Config {
+        let mut pairs = vec![
+            (
+                "listeners".to_string(),
+                "PLAINTEXT://127.0.0.1:0".to_string(),
+            ),
+            (
+                "log.dirs".to_string(),
+                self.dir.path().display().to_string(),
+            ),
+        ];
+        pairs.extend(self.overrides.iter().cloned());
+        Config::from_pairs(&pairs).unwrap()
+    }
+
+    async fn restart_in_place(&mut self) {
+        self.broker = Some(start(self.config(), Arc::new(SystemClock)).await.unwrap());
+    }
+
+    /// Graceful shutdown followed by a start on the same directory.
+    pub async fn restart(&mut self) {
+        self.broker.take().unwrap().shutdown().await.unwrap();
+        self.restart_in_place().await;
+    }
+
+    pub async fn shutdown(&mut self) {
+        self.broker.take().unwrap().shutdown().await.unwrap();
+    }
+
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.broker.as_ref().unwrap().local_addr
+    }
+
+    pub async fn client(&self) -> Client {
+        Client::connect(self.addr()).await
+    }
+}
+
+pub struct Client {
+    pub stream: TcpStream,
+    next_correlation_id: i32,
+}
+
+impl Client {
+    pub async fn connect(addr: std::net::SocketAddr) -> Client {
+        Client {
+            stream: TcpStream::connect(addr).await.unwrap(),
+            next_correlation_id: 1,
+        }
+    }
+
+    /// Encodes header + body for `api_key` at `version`, with the i32 size prefix.
+    pub fn frame<R: Encodable + HeaderVersion>(
+        &mut self,
+        api_key: ApiKey,
+        version: i16,
+        body: &R,
+    ) -> (i32, Bytes) {
+        let correlation_id = self.next_correlation_id;
+        self.next_correlation_id += 1;
+        let header = RequestHeader::default()
+            .with_request_api_key(api_key as i16)
+            .with_request_api_version(version)
+            .with_correlation_id(correlation_id)
+            .with_client_id(Some(StrBytes::from_static_str("sluice-test")));
+        let mut buf = BytesMut::new();
+        buf.put_i32(0);
+        header.encode(&mut buf, R::header_version(version)).unwrap();
+        body.encode(&mut buf, version).unwrap();
+        let size = (buf.len() - 4) as i32;
+        buf[..4].copy_from_slice(&size.to_be_bytes());
+        (correlation_id, buf.freeze())
+    }
+
+    pub async fn send_raw(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).await.unwrap();
+    }
+
+    /// Reads one response frame; None if the broker closed the connection.
+    pub async fn read_frame(&mut self) -> Option<Bytes> {
+        let read = async {
+            let mut size = [0u8; 4];
+            self.stream.read_exact(&mut size).await.ok()?;
+            let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
+            self.stream.read_exact(&mut body).await.ok()?;
+            Some(Bytes::from(body))
+        };
+        tokio::time::timeout(Duration::from_secs(30), read)
+            .await
+            .expect("response within 30 s")
+    }
+
+    /// Sends a request and decodes its response, checking the correlation id.
+    pub async fn call<Req, Resp>(&mut self, api_key: ApiKey, version: i16, body: &Req) -> Resp
+    where
+        Req: Encodable + HeaderVersion,
+        Resp: Decodable + HeaderVersion,
+    {
+        let (correlation_id, frame) = self.frame(api_key, version, body);
+        self.send_raw(&frame).await;
+        let mut response = self
+            .read_frame()
+            .await
+            .expect("broker closed the connection");
+        let header = ResponseHeader::decode(&mut response, Resp::header_version(version)).unwrap();
+        assert_eq!(header.correlation_id, correlation_id);
+        Resp::decode(&mut response, version).unwrap()
+    }
+
+    /// True when the broker closes the connection (reads EOF) within 10 s.
+    pub async fn is_closed(&mut self) -> bool {
+        let mut buf = [0u8; 64];
+        matches!(
+            tokio::time::timeout(Duration::from_secs(10), self.stream.read(&mut buf)).await,
+            Ok(Ok(0)) | Ok(Err(_))
+        )
+    }
+}
+
+/// A v2 batch of `count` records with keys `k<i>` and values `v<i>`, base offset 0.
+pub fn batch(count: usize, compression: Compression, timestamp_ms: i64) -> Bytes {
+    let records: Vec<Record> = (0..count)
+        .map(|i| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: -1,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            // The encoder splits batches where sequences are not consecutive.
+            sequence: i as i32 - 1,
+            timestamp: timestamp_ms + i as i64,
+            key: Some(Bytes::from(format!("k{i}"))),
+            value: Some(Bytes::from(format!("v{i}"))),
+            headers: Default::default(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        records.iter(),
+        &RecordEncodeOptions {
+            version: 2,
+            compression,
+        },
+    )
+    .unwrap();
+    buf.freeze()
+}
+
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}

@@ -130,6 +130,12 @@ impl IndexFile {
         self.resize((self.entries * self.entry_bytes) as u64)
     }
 
+    /// A second handle on the file. On Linux, fsync through it also writes pages dirtied
+    /// through the shared mapping, since both go through the same page cache.
+    pub(super) fn try_clone_file(&self) -> io::Result<File> {
+        self.file.try_clone()
+    }
+
     /// Writes dirty pages and the file length to stable storage.
     pub(super) fn flush(&self) -> io::Result<()> {
         self.mmap.flush()?;

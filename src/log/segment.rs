@@ -292,6 +292,16 @@ impl LogSegment {
         Ok(())
     }
 
+    /// Independent handles on the segment's three files, so a rolled segment can be fsynced
+    /// on another thread without holding the partition's lock.
+    pub(super) fn sync_handles(&self) -> io::Result<Vec<File>> {
+        Ok(vec![
+            self.log.try_clone()?,
+            self.offset_index.file().try_clone_file()?,
+            self.time_index.file().try_clone_file()?,
+        ])
+    }
+
     /// fsyncs the `.log`, then both indexes.
     pub(super) fn flush(&self) -> io::Result<()> {
         self.log.sync_data()?;

@@ -252,6 +252,11 @@ fn roll_by_segment_ms_uses_record_timestamps_then_wall_clock() {
     assert_eq!(segment_files(dir.path()), vec![0]);
     log.append(&mut batch(1, 11_001, 10), 0, 0).expect("append");
     assert_eq!(segment_files(dir.path()), vec![0, 4]);
+    // The rolled segment is fsynced in the background; the recovery point follows.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while log.recovery_point() < 4 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     assert_eq!(log.recovery_point(), 4, "a roll flushes the old segment");
 
     // A first batch without a timestamp makes the wall clock count from segment creation.

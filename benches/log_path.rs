@@ -1,0 +1,145 @@
+//! Criterion microbenchmarks of the hot path: decoding a Produce request, appending a batch to a
+//! partition log (with index maintenance), and reading batches back from the page cache.
+//! Run with `cargo bench --bench log_path`; throughput is reported in bytes per second.
+
+use std::hint::black_box;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{ApiKey, ProduceRequest, RequestHeader, TopicName};
+use kafka_protocol::protocol::{Encodable, StrBytes};
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+use sluice::log::{LogConfig, OpenOptions, PartitionLog};
+
+const RECORD_BYTES: usize = 1024;
+const RECORDS_PER_BATCH: usize = 16;
+
+fn batch() -> Bytes {
+    let records: Vec<Record> = (0..RECORDS_PER_BATCH)
+        .map(|i| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: -1,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: i as i32 - 1,
+            timestamp: 1_700_000_000_000 + i as i64,
+            key: Some(Bytes::from(format!("key-{i}"))),
+            value: Some(Bytes::from(vec![b'x'; RECORD_BYTES])),
+            headers: Default::default(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        records.iter(),
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )
+    .expect("encode");
+    buf.freeze()
+}
+
+fn open_log(dir: &std::path::Path) -> PartitionLog {
+    let config = LogConfig {
+        segment_bytes: 256 << 20,
+        ..LogConfig::default()
+    };
+    let options = OpenOptions {
+        recovery_point: 0,
+        log_start_offset: 0,
+        clean_shutdown: true,
+    };
+    PartitionLog::open(dir, config, options, 1_700_000_000_000).expect("open log")
+}
+
+/// Appends on the target directory's disk (sustained, so bounded by the device once the
+/// kernel's dirty-page limit is reached) and on tmpfs (the append code path alone).
+fn append(c: &mut Criterion) {
+    let template = batch();
+    let mut group = c.benchmark_group("append");
+    group.throughput(Throughput::Bytes(template.len() as u64));
+    let shm = std::path::Path::new("/dev/shm");
+    let targets = [
+        ("disk", tempfile::tempdir()),
+        ("tmpfs", tempfile::tempdir_in(shm)),
+    ];
+    for (name, dir) in targets {
+        let Ok(dir) = dir else { continue };
+        let mut log = open_log(dir.path());
+        group.bench_function(format!("16KiB_batch_with_indexes_{name}"), |b| {
+            let mut buf = template.to_vec();
+            b.iter(|| black_box(log.append(&mut buf, 0, 1_700_000_000_000).expect("append")));
+        });
+    }
+    group.finish();
+}
+
+fn read(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut log = open_log(dir.path());
+    let mut buf = batch().to_vec();
+    for _ in 0..4096 {
+        log.append(&mut buf, 0, 1_700_000_000_000).expect("append");
+    }
+    let end = log.log_end_offset();
+    let mut group = c.benchmark_group("read");
+    const READ_BYTES: usize = 1 << 20;
+    group.throughput(Throughput::Bytes(READ_BYTES as u64));
+    let mut offset = 0;
+    group.bench_function("1MiB_from_page_cache", |b| {
+        b.iter(|| {
+            let read = log.read(offset, READ_BYTES, true, end).expect("read");
+            offset = (offset + 1000) % (end - 1000);
+            black_box(read.records.len())
+        })
+    });
+    group.finish();
+}
+
+fn decode(c: &mut Criterion) {
+    let records = batch();
+    let request = ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(30_000)
+        .with_topic_data(
+            (0..8)
+                .map(|t| {
+                    TopicProduceData::default()
+                        .with_name(TopicName(StrBytes::from_string(format!("topic-{t}"))))
+                        .with_partition_data(vec![PartitionProduceData::default()
+                            .with_index(0)
+                            .with_records(Some(records.clone()))])
+                })
+                .collect(),
+        );
+    let header = RequestHeader::default()
+        .with_request_api_key(ApiKey::Produce as i16)
+        .with_request_api_version(9);
+    let mut frame = BytesMut::new();
+    frame.put_i32(0);
+    header.encode(&mut frame, 2).expect("header");
+    request.encode(&mut frame, 9).expect("body");
+    let frame = frame.freeze().slice(4..);
+    let mut group = c.benchmark_group("decode");
+    group.throughput(Throughput::Bytes(frame.len() as u64));
+    group.bench_function("produce_v9_8_partitions", |b| {
+        b.iter_batched(
+            || frame.clone(),
+            |f| black_box(sluice::protocol::decode_request(f).expect("decode")),
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, decode, append, read);
+criterion_main!(benches);

@@ -18,7 +18,7 @@ const MAX_TIMESTAMP: i64 = -3;
 const EARLIEST_LOCAL: i64 = -4;
 const LATEST_TIERED: i64 = -5;
 
-pub fn handle(broker: &Broker, request: ListOffsetsRequest, _version: i16) -> ListOffsetsResponse {
+pub fn handle(broker: &Broker, request: ListOffsetsRequest, version: i16) -> ListOffsetsResponse {
     let topics = request
         .topics
         .into_iter()
@@ -42,7 +42,10 @@ pub fn handle(broker: &Broker, request: ListOffsetsRequest, _version: i16) -> Li
                             Ok((timestamp, offset)) => {
                                 response.timestamp = timestamp;
                                 response.offset = offset;
-                                response.leader_epoch = 0;
+                                // Leader epochs exist from v4; setting one below fails the encode.
+                                if version >= 4 {
+                                    response.leader_epoch = 0;
+                                }
                             }
                             Err(e) => response.error_code = partition_error_code(&e),
                         },

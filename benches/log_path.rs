@@ -77,7 +77,12 @@ fn append(c: &mut Criterion) {
         let mut log = open_log(dir.path());
         group.bench_function(format!("16KiB_batch_with_indexes_{name}"), |b| {
             let mut buf = template.to_vec();
-            b.iter(|| black_box(log.append(&mut buf, 0, 1_700_000_000_000).expect("append")));
+            b.iter(|| {
+                black_box(
+                    log.append(&mut buf, 0, 1_700_000_000_000, false)
+                        .expect("append"),
+                )
+            });
         });
     }
     group.finish();
@@ -88,7 +93,8 @@ fn read(c: &mut Criterion) {
     let mut log = open_log(dir.path());
     let mut buf = batch().to_vec();
     for _ in 0..4096 {
-        log.append(&mut buf, 0, 1_700_000_000_000).expect("append");
+        log.append(&mut buf, 0, 1_700_000_000_000, false)
+            .expect("append");
     }
     let end = log.log_end_offset();
     let mut group = c.benchmark_group("read");

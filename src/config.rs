@@ -11,6 +11,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::log::LogConfig;
+use crate::storage::topic_config::ConfigType;
 
 /// Where the broker listens and what it tells clients to connect to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,6 +48,18 @@ pub struct Config {
     /// KIP-1030: records stamped further than this in the future are refused.
     pub log_message_timestamp_after_max_ms: i64,
     pub log_message_timestamp_before_max_ms: i64,
+    /// `log.retention.ms` (or `.minutes`, `.hours`): segments older than this are deleted; -1 never.
+    pub log_retention_ms: i64,
+    /// `log.retention.bytes`: a partition's size limit; -1 none.
+    pub log_retention_bytes: i64,
+    pub log_retention_check_interval_ms: u64,
+    /// `log.segment.delete.delay.ms`: how long a deleted segment's `.deleted` files linger.
+    pub log_segment_delete_delay_ms: i64,
+    /// `log.cleanup.policy`: `delete`, `compact` or both.
+    pub log_cleanup_policy: String,
+    /// The `server.properties` pairs as given (after overrides), for DescribeConfigs: they are
+    /// the STATIC_BROKER_CONFIG layer under topic configs.
+    pub properties: BTreeMap<String, String>,
 }
 
 impl Default for Config {
@@ -73,6 +86,12 @@ impl Default for Config {
             log_flush_scheduler_interval_ms: 1_000,
             log_message_timestamp_after_max_ms: 3_600_000,
             log_message_timestamp_before_max_ms: i64::MAX,
+            log_retention_ms: 604_800_000,
+            log_retention_bytes: -1,
+            log_retention_check_interval_ms: 300_000,
+            log_segment_delete_delay_ms: 60_000,
+            log_cleanup_policy: "delete".into(),
+            properties: BTreeMap::new(),
         }
     }
 }
@@ -107,8 +126,6 @@ const IGNORED_KAFKA_KEYS: &[&str] = &[
     "transaction.state.log.min.isr",
     "share.coordinator.state.topic.replication.factor",
     "share.coordinator.state.topic.min.isr",
-    "log.retention.hours",
-    "log.retention.check.interval.ms",
     "broker.id",
 ];
 
@@ -126,7 +143,13 @@ impl Config {
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        let mut config = Config::default();
+        let mut config = Config {
+            properties: map
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Config::default()
+        };
         let mut advertised_set = false;
         for (&key, &value) in &map {
             if !config.apply(key, value, &mut advertised_set)? {
@@ -210,6 +233,23 @@ impl Config {
             "log.message.timestamp.before.max.ms" => {
                 self.log_message_timestamp_before_max_ms = parse_min(key, value, 0)?
             }
+            // Kafka's precedence: log.retention.ms over .minutes over .hours. The map is sorted, so
+            // "hours" is applied before "minutes" before "ms", and the most precise one wins.
+            "log.retention.hours" => self.log_retention_ms = retention(key, value, 3_600_000)?,
+            "log.retention.minutes" => self.log_retention_ms = retention(key, value, 60_000)?,
+            "log.retention.ms" => self.log_retention_ms = retention(key, value, 1)?,
+            "log.retention.bytes" => self.log_retention_bytes = parse_min(key, value, -1)?,
+            "log.retention.check.interval.ms" => {
+                self.log_retention_check_interval_ms = parse_min(key, value, 1)?
+            }
+            "log.segment.delete.delay.ms" => {
+                self.log_segment_delete_delay_ms = parse_min(key, value, 0)?
+            }
+            "log.cleanup.policy" => {
+                crate::storage::topic_config::validate("cleanup.policy", value)
+                    .map_err(|e| ConfigError(format!("{key}: {e}")))?;
+                self.log_cleanup_policy = value.to_string();
+            }
             "max.connections" => self.max_connections = parse_min(key, value, 1)?,
             "sluice.max.in.flight.requests.per.connection" => {
                 self.max_in_flight_requests_per_connection = parse_min(key, value, 1)?
@@ -218,6 +258,97 @@ impl Config {
         }
         Ok(true)
     }
+}
+
+/// The broker settings DescribeConfigs reports for this node: (name, value, set in
+/// `server.properties`, type). Values are the ones in force.
+pub fn describe_broker_configs(config: &Config) -> Vec<(&'static str, String, bool, ConfigType)> {
+    use ConfigType::{Boolean, Int, Long};
+    let log = &config.log;
+    let listener = |e: &Endpoint| format!("PLAINTEXT://{e}");
+    let entries: Vec<(&'static str, std::string::String, ConfigType)> = vec![
+        (
+            "advertised.listeners",
+            listener(&config.advertised_listener),
+            ConfigType::String,
+        ),
+        (
+            "auto.create.topics.enable",
+            config.auto_create_topics_enable.to_string(),
+            Boolean,
+        ),
+        (
+            "default.replication.factor",
+            config.default_replication_factor.to_string(),
+            Int,
+        ),
+        ("fetch.max.bytes", config.fetch_max_bytes.to_string(), Int),
+        ("listeners", listener(&config.listener), ConfigType::String),
+        (
+            "log.dirs",
+            config.log_dir.display().to_string(),
+            ConfigType::String,
+        ),
+        (
+            "log.flush.interval.messages",
+            log.flush_interval_messages.to_string(),
+            Long,
+        ),
+        (
+            "log.flush.interval.ms",
+            log.flush_interval_ms.to_string(),
+            Long,
+        ),
+        (
+            "log.flush.offset.checkpoint.interval.ms",
+            config.log_flush_offset_checkpoint_interval_ms.to_string(),
+            Int,
+        ),
+        (
+            "log.flush.scheduler.interval.ms",
+            config.log_flush_scheduler_interval_ms.to_string(),
+            Long,
+        ),
+        (
+            "log.index.interval.bytes",
+            log.index_interval_bytes.to_string(),
+            Int,
+        ),
+        (
+            "log.index.size.max.bytes",
+            log.max_index_size_bytes.to_string(),
+            Int,
+        ),
+        (
+            "log.message.timestamp.after.max.ms",
+            config.log_message_timestamp_after_max_ms.to_string(),
+            Long,
+        ),
+        (
+            "log.message.timestamp.before.max.ms",
+            config.log_message_timestamp_before_max_ms.to_string(),
+            Long,
+        ),
+        ("log.roll.ms", log.segment_ms.to_string(), Long),
+        ("log.segment.bytes", log.segment_bytes.to_string(), Int),
+        ("max.connections", config.max_connections.to_string(), Int),
+        (
+            "message.max.bytes",
+            config.message_max_bytes.to_string(),
+            Int,
+        ),
+        ("node.id", config.node_id.to_string(), Int),
+        ("num.partitions", config.num_partitions.to_string(), Int),
+        (
+            "socket.request.max.bytes",
+            config.socket_request_max_bytes.to_string(),
+            Int,
+        ),
+    ];
+    entries
+        .into_iter()
+        .map(|(name, value, kind)| (name, value, config.properties.contains_key(name), kind))
+        .collect()
 }
 
 /// Java properties: `key=value` or `key: value`, `#` and `!` comments, blank lines skipped.
@@ -254,6 +385,16 @@ fn parse_min<T: std::str::FromStr + PartialOrd + fmt::Display>(
         )));
     }
     Ok(parsed)
+}
+
+/// A retention time in `unit_ms` units; -1 (forever) stays -1.
+fn retention(key: &str, value: &str, unit_ms: i64) -> Result<i64, ConfigError> {
+    let amount: i64 = parse_min(key, value, -1)?;
+    Ok(if amount < 0 {
+        -1
+    } else {
+        amount.saturating_mul(unit_ms)
+    })
 }
 
 fn parse_bool(key: &str, value: &str) -> Result<bool, ConfigError> {

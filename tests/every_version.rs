@@ -137,6 +137,105 @@ async fn every_served_version_answers() {
             .await;
         assert_eq!(r.error_code, 0, "InitProducerId v{v}");
     }
+    for v in 1..=4 {
+        let request = DescribeConfigsRequest::default()
+            .with_include_synonyms(true)
+            .with_resources(vec![
+                describe_configs_request::DescribeConfigsResource::default()
+                    .with_resource_type(2)
+                    .with_resource_name("versions".into()),
+                describe_configs_request::DescribeConfigsResource::default()
+                    .with_resource_type(4)
+                    .with_resource_name("1".into()),
+            ]);
+        let r: DescribeConfigsResponse = client.call(ApiKey::DescribeConfigs, v, &request).await;
+        assert!(
+            r.results
+                .iter()
+                .all(|x| x.error_code == 0 && !x.configs.is_empty()),
+            "DescribeConfigs v{v}"
+        );
+    }
+    for v in 0..=2 {
+        let request = AlterConfigsRequest::default().with_resources(vec![
+            alter_configs_request::AlterConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name("versions".into())
+                .with_configs(vec![alter_configs_request::AlterableConfig::default()
+                    .with_name("retention.ms".into())
+                    .with_value(Some("100000".into()))]),
+        ]);
+        let r: AlterConfigsResponse = client.call(ApiKey::AlterConfigs, v, &request).await;
+        assert_eq!(r.responses[0].error_code, 0, "AlterConfigs v{v}");
+    }
+    for v in 0..=1 {
+        let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
+            incremental_alter_configs_request::AlterConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name("versions".into())
+                .with_configs(vec![
+                    incremental_alter_configs_request::AlterableConfig::default()
+                        .with_name("retention.ms".into())
+                        .with_value(Some("200000".into())),
+                ]),
+        ]);
+        let r: IncrementalAlterConfigsResponse = client
+            .call(ApiKey::IncrementalAlterConfigs, v, &request)
+            .await;
+        assert_eq!(r.responses[0].error_code, 0, "IncrementalAlterConfigs v{v}");
+    }
+    for v in 0..=3 {
+        let request = CreatePartitionsRequest::default().with_topics(vec![
+            create_partitions_request::CreatePartitionsTopic::default()
+                .with_name(name("versions"))
+                .with_count(2 + i32::from(v)),
+        ]);
+        let r: CreatePartitionsResponse = client.call(ApiKey::CreatePartitions, v, &request).await;
+        assert_eq!(r.results[0].error_code, 0, "CreatePartitions v{v}");
+    }
+    for v in 1..=4 {
+        let r: DescribeLogDirsResponse = client
+            .call(
+                ApiKey::DescribeLogDirs,
+                v,
+                &DescribeLogDirsRequest::default().with_topics(None),
+            )
+            .await;
+        assert_eq!(
+            (r.error_code, r.results.len()),
+            (0, 1),
+            "DescribeLogDirs v{v}"
+        );
+    }
+    for v in 0..=2 {
+        let request = DeleteRecordsRequest::default().with_topics(vec![
+            delete_records_request::DeleteRecordsTopic::default()
+                .with_name(name("versions"))
+                .with_partitions(vec![
+                    delete_records_request::DeleteRecordsPartition::default()
+                        .with_offset(i64::from(v)),
+                ]),
+        ]);
+        let r: DeleteRecordsResponse = client.call(ApiKey::DeleteRecords, v, &request).await;
+        assert_eq!(
+            r.topics[0].partitions[0].error_code, 0,
+            "DeleteRecords v{v}"
+        );
+    }
+    for v in 0..=2 {
+        let r: DescribeClusterResponse = client
+            .call(
+                ApiKey::DescribeCluster,
+                v,
+                &DescribeClusterRequest::default(),
+            )
+            .await;
+        assert_eq!(
+            (r.error_code, r.brokers.len()),
+            (0, 1),
+            "DescribeCluster v{v}"
+        );
+    }
     for v in 2..=7 {
         let topic = format!("created-v{v}");
         let request = CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()

@@ -33,6 +33,7 @@ pub fn topic_error_code(e: &TopicError) -> i16 {
         TopicError::UnknownTopic => code(ResponseError::UnknownTopicOrPartition),
         TopicError::InvalidName(_) => code(ResponseError::InvalidTopicException),
         TopicError::InvalidConfig(_) => code(ResponseError::InvalidConfig),
+        TopicError::InvalidPartitions(_) => code(ResponseError::InvalidPartitions),
         TopicError::Storage(_) => code(ResponseError::KafkaStorageError),
     }
 }

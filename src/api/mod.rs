@@ -2,9 +2,15 @@
 //! shared state. This module dispatches by API key and frames the response. Handlers own no
 //! persistent state; everything durable lives in `storage`/`log`.
 
+mod alter_configs;
 mod api_versions;
+mod create_partitions;
 mod create_topics;
+mod delete_records;
 mod delete_topics;
+mod describe_cluster;
+mod describe_configs;
+mod describe_log_dirs;
 mod errors;
 mod fetch;
 mod init_producer_id;
@@ -82,6 +88,39 @@ pub async fn handle(broker: &Broker, request: DecodedRequest) -> Outcome {
             correlation_id,
             version,
             &delete_topics::handle(broker, r, version),
+        ),
+        RequestKind::DescribeConfigs(r) => respond(
+            correlation_id,
+            version,
+            &describe_configs::handle(broker, r, version),
+        ),
+        RequestKind::AlterConfigs(r) => respond(
+            correlation_id,
+            version,
+            &alter_configs::handle_alter(broker, r),
+        ),
+        RequestKind::IncrementalAlterConfigs(r) => respond(
+            correlation_id,
+            version,
+            &alter_configs::handle_incremental(broker, r),
+        ),
+        RequestKind::CreatePartitions(r) => respond(
+            correlation_id,
+            version,
+            &create_partitions::handle(broker, r),
+        ),
+        RequestKind::DescribeCluster(r) => respond(
+            correlation_id,
+            version,
+            &describe_cluster::handle(broker, r, version),
+        ),
+        RequestKind::DeleteRecords(r) => {
+            respond(correlation_id, version, &delete_records::handle(broker, r))
+        }
+        RequestKind::DescribeLogDirs(r) => respond(
+            correlation_id,
+            version,
+            &describe_log_dirs::handle(broker, r, version),
         ),
         other => Outcome::Close(format!("no handler for {other:?}")),
     }

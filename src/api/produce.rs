@@ -50,7 +50,6 @@ pub async fn handle(
             match (acks, partition) {
                 (-1..=1, Some((topic, partition))) => {
                     append_one(
-                        broker,
                         topic,
                         partition,
                         data.records,
@@ -92,7 +91,6 @@ pub async fn handle(
 }
 
 async fn append_one(
-    broker: &Broker,
     topic: &Topic,
     partition: &std::sync::Arc<Partition>,
     records: Option<Bytes>,
@@ -101,12 +99,22 @@ async fn append_one(
     response: &mut PartitionProduceResponse,
 ) {
     let records = records.unwrap_or_default();
+    let settings = topic.settings();
     let limits = BatchLimits {
-        max_message_bytes: topic.configs.max_message_bytes(&broker.config),
+        max_message_bytes: settings.max_message_bytes,
         produce_version: version,
         now_ms,
-        timestamp_before_max_ms: broker.config.log_message_timestamp_before_max_ms,
-        timestamp_after_max_ms: broker.config.log_message_timestamp_after_max_ms,
+        // The broker stamps LogAppendTime batches, so producer timestamps are not bounded there.
+        timestamp_before_max_ms: if settings.log_append_time {
+            i64::MAX
+        } else {
+            settings.timestamp_before_max_ms
+        },
+        timestamp_after_max_ms: if settings.log_append_time {
+            i64::MAX
+        } else {
+            settings.timestamp_after_max_ms
+        },
     };
     let header = match validate(&records, &limits) {
         Ok(header) => header,
@@ -121,22 +129,25 @@ async fn append_one(
     };
     // The request frame is shared by every partition's slice, so stamping needs our own copy.
     let mut batch = records.to_vec();
-    let fsync_each_append = topic
-        .configs
-        .log_config(&broker.config)
-        .flush_interval_messages
-        == 1;
+    let fsync_each_append = settings.log.flush_interval_messages == 1;
     // The sequence check and the append happen under one lock, so a retry racing its original
     // can never be appended twice.
     let mut append = || {
         partition.with_state(|state| {
             let outcome = match state.producers.check(&header) {
                 Err(error) => Err(error),
-                Ok(SequenceCheck::Duplicate { base_offset }) => Ok(base_offset),
+                // Kafka answers a duplicate with the original offset and append time; sluice's
+                // cache keeps no append time, so a duplicate on a LogAppendTime topic gets -1.
+                Ok(SequenceCheck::Duplicate { base_offset }) => Ok((base_offset, -1)),
                 Ok(SequenceCheck::Append) => {
-                    let info = state.log.append(&mut batch, LEADER_EPOCH, now_ms)?;
+                    let info = state.log.append(
+                        &mut batch,
+                        LEADER_EPOCH,
+                        now_ms,
+                        settings.log_append_time,
+                    )?;
                     state.producers.update(&header, info.base_offset);
-                    Ok(info.base_offset)
+                    Ok((info.base_offset, info.log_append_time_ms))
                 }
             };
             Ok((outcome, state.log.log_start_offset()))
@@ -149,10 +160,10 @@ async fn append_one(
         append()
     };
     match result {
-        Ok((Ok(base_offset), log_start_offset)) => {
+        Ok((Ok((base_offset, log_append_time_ms)), log_start_offset)) => {
             response.base_offset = base_offset;
             response.log_start_offset = log_start_offset;
-            response.log_append_time_ms = -1;
+            response.log_append_time_ms = log_append_time_ms;
         }
         Ok((Err(error), _)) => response.error_code = code(error),
         Err(e) => {

@@ -4,11 +4,12 @@
 //! memory-mapped `.index` and `.timeindex` files beside them. `docs/log-format.md` has the byte
 //! diagrams and the assumptions about the disk.
 //!
-//! This module owns segments, indexes, rolling, flushing and crash recovery for one partition
-//! directory, and the offsets that describe it: log start offset, log end offset, recovery point.
-//! It deliberately does not own the high watermark, producer state, leader epochs, retention or
-//! compaction, and never parses requests: it sees batch bytes and offsets only. It is not
-//! internally synchronised; callers wrap a `PartitionLog` in a lock (reads take `&self`).
+//! This module owns segments, indexes, rolling, flushing, crash recovery and delete retention for
+//! one partition directory, and the offsets that describe it: log start offset, log end offset,
+//! recovery point. It deliberately does not own the high watermark (callers pass it in), producer
+//! state, leader epochs, retention scheduling or compaction, and never parses requests: it sees
+//! batch bytes and offsets only. It is not internally synchronised; callers wrap a `PartitionLog`
+//! in a lock (reads take `&self`).
 
 pub mod batch;
 pub mod checkpoint;
@@ -17,6 +18,7 @@ mod offset_index;
 mod read;
 mod records;
 mod recovery;
+mod retention;
 mod scan;
 mod segment;
 mod time_index;
@@ -32,8 +34,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
-use batch::{set_base_offset, set_partition_leader_epoch, BatchHeader};
+use batch::{set_base_offset, set_log_append_time, set_partition_leader_epoch, BatchHeader};
 use segment::LogSegment;
+
+pub use retention::RetentionConfig;
 
 /// Per-log settings, named after Kafka's broker properties, units last.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,7 +150,11 @@ pub struct OpenOptions {
 pub struct AppendInfo {
     pub base_offset: i64,
     pub last_offset: i64,
+    /// The batch's max timestamp as stored: the append time for LogAppendTime.
     pub max_timestamp: i64,
+    /// The append time stamped into a LogAppendTime batch, -1 otherwise: what Produce answers in
+    /// `log_append_time_ms`.
+    pub log_append_time_ms: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -176,6 +184,56 @@ pub struct PartitionLog {
     latest_now_ms: i64,
     /// A segment file was created, deleted or renamed since the directory was last fsynced.
     dir_needs_sync: bool,
+    /// Files renamed to `*.deleted` by retention, waiting for file_delete_delay_ms to pass.
+    /// In memory only: `open` removes every `*.deleted` file it finds.
+    pending_deletes: Vec<retention::PendingDelete>,
+}
+
+/// Marks a log whose background flush failed; below every real offset, so `max` ignores it.
+const FLUSH_FAILED: i64 = i64::MIN;
+
+/// A rolled segment's files to fsync, and the recovery point to publish once they are durable.
+struct FlushJob {
+    files: Vec<File>,
+    flushed_through: Arc<AtomicI64>,
+    new_base_offset: i64,
+}
+
+/// One thread fsyncs rolled segments for every log, first in first out. A single queue keeps a
+/// log's flushes in roll order, so a later roll can never publish its recovery point before an
+/// earlier segment is durable.
+fn background_flusher() -> &'static std::sync::mpsc::Sender<FlushJob> {
+    static FLUSHER: std::sync::OnceLock<std::sync::mpsc::Sender<FlushJob>> =
+        std::sync::OnceLock::new();
+    FLUSHER.get_or_init(|| {
+        let (sender, receiver) = std::sync::mpsc::channel::<FlushJob>();
+        let spawned = std::thread::Builder::new()
+            .name("segment-flush".into())
+            .spawn(move || {
+                for job in receiver {
+                    // The directory handle comes last, so the new files' entries are durable too.
+                    // After one failure a log publishes nothing more from here: its later segments
+                    // may be durable, but an earlier one is not. `flush` then syncs them all inline.
+                    if job.flushed_through.load(Ordering::SeqCst) == FLUSH_FAILED {
+                        continue;
+                    }
+                    match job.files.iter().try_for_each(File::sync_all) {
+                        Ok(()) => {
+                            job.flushed_through
+                                .fetch_max(job.new_base_offset, Ordering::SeqCst);
+                        }
+                        Err(e) => {
+                            tracing::error!("background segment flush failed: {e}");
+                            job.flushed_through.store(FLUSH_FAILED, Ordering::SeqCst);
+                        }
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::error!("cannot start the segment flusher, rolls will flush inline: {e}");
+        }
+        sender
+    })
 }
 
 impl fmt::Debug for PartitionLog {
@@ -217,6 +275,7 @@ impl PartitionLog {
             latest_now_ms: now_ms,
             // Loading may have created, deleted or renamed files.
             dir_needs_sync: true,
+            pending_deletes: Vec::new(),
         })
     }
 
@@ -224,12 +283,16 @@ impl PartitionLog {
     /// stamps base offset := log end offset and the partition leader epoch in place (neither is
     /// covered by the CRC), writes, maintains the indexes and fsyncs when flush_interval_messages
     /// is reached. A batch larger than segment_bytes is refused with nothing written.
+    /// With `log_append_time` (a topic with `message.timestamp.type=LogAppendTime`) the batch is
+    /// also marked LogAppendTime with max timestamp := `now_ms` and its CRC recomputed, as Kafka's
+    /// validator does; rolling and the time index then see `now_ms`.
     /// If the fsync fails the batch stays appended; the error means it is not known durable.
     pub fn append(
         &mut self,
         batch: &mut [u8],
         leader_epoch: i32,
         now_ms: i64,
+        log_append_time: bool,
     ) -> Result<AppendInfo, LogError> {
         self.latest_now_ms = now_ms;
         let header = BatchHeader::parse(batch)
@@ -248,13 +311,18 @@ impl PartitionLog {
         debug_assert!(batch::crc_is_valid(batch), "append takes validated batches");
         let base_offset = self.log_end_offset;
         let last_offset = base_offset + i64::from(header.last_offset_delta);
+        let max_timestamp = if log_append_time {
+            now_ms
+        } else {
+            header.max_timestamp
+        };
         self.active.ensure_writable(&self.config)?;
         // An empty active segment is never rolled: the new one would have the same base offset.
         if self.active.size_bytes() > 0
             && self.active.should_roll(
                 &self.config,
                 batch.len() as u64,
-                header.max_timestamp,
+                max_timestamp,
                 last_offset,
                 now_ms,
             )
@@ -263,8 +331,15 @@ impl PartitionLog {
         }
         set_base_offset(batch, base_offset);
         set_partition_leader_epoch(batch, leader_epoch);
+        if log_append_time {
+            set_log_append_time(batch, now_ms);
+            debug_assert!(
+                batch::crc_is_valid(batch),
+                "a stamped batch keeps a valid CRC"
+            );
+        }
         self.active
-            .append(batch, last_offset, header.max_timestamp, &self.config)?;
+            .append(batch, last_offset, max_timestamp, &self.config)?;
         self.log_end_offset = last_offset + 1;
         let unflushed_messages = (self.log_end_offset - self.recovery_point()).max(0) as u64;
         if unflushed_messages >= self.config.flush_interval_messages {
@@ -273,7 +348,8 @@ impl PartitionLog {
         Ok(AppendInfo {
             base_offset,
             last_offset,
-            max_timestamp: header.max_timestamp,
+            max_timestamp,
+            log_append_time_ms: if log_append_time { now_ms } else { -1 },
         })
     }
 
@@ -291,17 +367,13 @@ impl PartitionLog {
         files.push(File::open(&self.dir)?);
         self.inactive.insert(old.base_offset(), old);
         self.dir_needs_sync = true;
-        let flushed_through = self.flushed_through.clone();
-        let spawned = std::thread::Builder::new()
-            .name("segment-flush".into())
-            .spawn(move || {
-                // The directory handle comes last: its entries for the new files are then durable too.
-                if files.iter().all(|f| f.sync_all().is_ok()) {
-                    flushed_through.fetch_max(new_base_offset, Ordering::SeqCst);
-                }
-            });
-        if spawned.is_err() {
-            // No thread to spare: flush here, as correctness beats latency.
+        let job = FlushJob {
+            files,
+            flushed_through: self.flushed_through.clone(),
+            new_base_offset,
+        };
+        if background_flusher().send(job).is_err() {
+            // No flusher thread could be started: flush here, as correctness beats latency.
             self.flush()?;
         }
         Ok(())
@@ -313,6 +385,12 @@ impl PartitionLog {
 
     pub fn log_end_offset(&self) -> i64 {
         self.log_end_offset
+    }
+
+    /// Applies changed topic configs at once. Size and time limits govern the next roll and
+    /// flush; index sizes apply to segments created from now on.
+    pub fn set_config(&mut self, config: LogConfig) {
+        self.config = config.normalized();
     }
 
     /// Everything below this offset is on stable storage.

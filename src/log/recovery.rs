@@ -12,6 +12,7 @@ use std::fs::{self, File};
 
 use std::path::Path;
 
+use super::retention::DELETED_SUFFIX;
 use super::scan::{BatchScanner, ScanStep, LOOKUP_CHUNK_BYTES};
 use super::segment::{
     delete_segment_files, segment_file, LogSegment, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX,
@@ -19,7 +20,6 @@ use super::segment::{
 };
 use super::{LogConfig, LogError, OpenOptions};
 
-const DELETED_SUFFIX: &str = ".deleted";
 const CLEANED_SUFFIX: &str = ".cleaned";
 const SWAP_SUFFIX: &str = ".swap";
 

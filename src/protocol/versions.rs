@@ -35,6 +35,13 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
     api(ApiKey::CreateTopics, 2, 2, 7),
     api(ApiKey::DeleteTopics, 1, 1, 6),
     api(ApiKey::InitProducerId, 0, 0, 5),
+    api(ApiKey::DeleteRecords, 0, 0, 2),
+    api(ApiKey::DescribeConfigs, 1, 1, 4),
+    api(ApiKey::DescribeLogDirs, 1, 1, 4),
+    api(ApiKey::AlterConfigs, 0, 0, 2),
+    api(ApiKey::CreatePartitions, 0, 0, 3),
+    api(ApiKey::IncrementalAlterConfigs, 0, 0, 1),
+    api(ApiKey::DescribeCluster, 0, 0, 2),
 ];
 
 /// The served version range of an API key, or None when sluice does not implement it.

@@ -86,8 +86,8 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
     })
 }
 
-/// Flushes logs whose flush interval passed and writes checkpoints periodically, as Kafka's
-/// log-flusher and checkpoint tasks do.
+/// Flushes logs whose flush interval passed, writes checkpoints, and enforces retention
+/// periodically, as Kafka's log-flusher, checkpoint and retention tasks do.
 async fn background_tasks(
     logs: Arc<LogManager>,
     config: Arc<Config>,
@@ -100,6 +100,10 @@ async fn background_tasks(
     let mut checkpoint = tokio::time::interval(Duration::from_millis(
         config.log_flush_offset_checkpoint_interval_ms,
     ));
+    let mut retention = tokio::time::interval(Duration::from_millis(
+        config.log_retention_check_interval_ms,
+    ));
+    retention.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     checkpoint.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -113,6 +117,10 @@ async fn background_tasks(
                 if let Ok(Err(e)) = tokio::task::spawn_blocking(move || logs.write_checkpoints()).await {
                     tracing::error!("writing checkpoints failed: {e}");
                 }
+            }
+            _ = retention.tick() => {
+                let (logs, now_ms) = (logs.clone(), clock.now_ms());
+                let _ = tokio::task::spawn_blocking(move || logs.enforce_retention(now_ms)).await;
             }
             _ = shutdown.changed() => return,
         }

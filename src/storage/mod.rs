@@ -7,6 +7,7 @@
 //! through one `Notify`.
 
 mod layout;
+pub mod topic_config;
 pub use layout::write_file_durably;
 mod topic;
 
@@ -23,7 +24,8 @@ use crate::log::checkpoint::{read_checkpoint, write_checkpoint};
 use crate::log::{LogError, OpenOptions, PartitionLog};
 use crate::producer::id_allocator::ProducerIdAllocator;
 pub use topic::{
-    validate_topic_name, Partition, PartitionError, PartitionState, Topic, TopicConfigs, TopicError,
+    validate_topic_name, Partition, PartitionError, PartitionState, Topic, TopicConfigs,
+    TopicError, TopicSettings,
 };
 
 const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
@@ -73,7 +75,8 @@ impl LogManager {
             dirs.sort_by_key(|(p, _)| *p);
             let configs =
                 TopicConfigs::from_map(topic_configs.get(&name).cloned().unwrap_or_default());
-            let log_config = configs.log_config(&config);
+            let settings = configs.settings(&config);
+            let log_config = settings.log.clone();
             let mut partitions = Vec::with_capacity(dirs.len());
             let mut topic_id = None;
             for (expected, (index, dir)) in dirs.into_iter().enumerate() {
@@ -99,12 +102,7 @@ impl LogManager {
             let id = topic_id.unwrap_or_else(Uuid::new_v4);
             topics.insert(
                 name.clone(),
-                Arc::new(Topic {
-                    name,
-                    id,
-                    partitions,
-                    configs,
-                }),
+                Arc::new(Topic::new(name, id, partitions, settings)),
             );
         }
         tracing::info!(dir = %log_dir.display(), topics = topics.len(), clean_shutdown, "log directory loaded");
@@ -172,40 +170,108 @@ impl LogManager {
             return Err(TopicError::AlreadyExists);
         }
         let id = Uuid::new_v4();
-        let log_config = configs.log_config(&self.config);
-        let mut partitions = Vec::new();
-        for index in 0..num_partitions {
-            let dir = self.log_dir.join(format!("{name}-{index}"));
-            let log = (|| -> Result<Partition, LogError> {
-                std::fs::create_dir_all(&dir)?;
-                layout::write_partition_metadata(&dir, id)?;
-                let options = OpenOptions {
-                    recovery_point: 0,
-                    log_start_offset: 0,
-                    clean_shutdown: true,
-                };
-                let log = PartitionLog::open(&dir, log_config.clone(), options, now_ms)?;
-                Partition::new(name.to_string(), index, dir.clone(), log)
-            })()
-            .map_err(|e| TopicError::Storage(e.to_string()))?;
-            partitions.push(Arc::new(log));
-        }
-        let topic = Arc::new(Topic {
-            name: name.to_string(),
-            id,
-            partitions,
-            configs,
-        });
+        let settings = configs.settings(&self.config);
+        let partitions = (0..num_partitions)
+            .map(|index| self.open_new_partition(name, id, index, &settings, now_ms))
+            .collect::<Result<Vec<_>, _>>()?;
+        let topic = Arc::new(Topic::new(name.to_string(), id, partitions, settings));
         topics.insert(name.to_string(), topic.clone());
-        let all_configs: BTreeMap<String, BTreeMap<String, String>> = topics
-            .values()
-            .map(|t| (t.name.clone(), t.configs.to_map()))
-            .collect();
-        drop(topics);
-        topic::write_topic_configs(&self.log_dir, &all_configs)
-            .map_err(|e| TopicError::Storage(e.to_string()))?;
+        self.persist_topic_configs(&topics)?;
         tracing::info!(topic = name, partitions = num_partitions, %id, "created topic");
         Ok(topic)
+    }
+
+    /// Adds partitions to a topic (CreatePartitions); the count can only grow.
+    pub fn create_partitions(
+        &self,
+        name: &str,
+        count: i32,
+        validate_only: bool,
+        now_ms: i64,
+    ) -> Result<(), TopicError> {
+        let mut topics = self.topics.write().unwrap_or_else(|e| e.into_inner());
+        let topic = topics.get(name).cloned().ok_or(TopicError::UnknownTopic)?;
+        let current = topic.partitions.len() as i32;
+        if count <= current {
+            let message = if count == current {
+                format!("Topic already has {current} partitions.")
+            } else {
+                format!("Topic currently has {current} partitions, which is higher than the requested {count}.")
+            };
+            return Err(TopicError::InvalidPartitions(message));
+        }
+        if validate_only {
+            return Ok(());
+        }
+        let settings = topic.settings();
+        let mut partitions = topic.partitions.clone();
+        for index in current..count {
+            partitions.push(self.open_new_partition(name, topic.id, index, &settings, now_ms)?);
+        }
+        let grown = Topic::new(
+            topic.name.clone(),
+            topic.id,
+            partitions,
+            (*settings).clone(),
+        );
+        topics.insert(name.to_string(), Arc::new(grown));
+        tracing::info!(topic = name, from = current, to = count, "added partitions");
+        Ok(())
+    }
+
+    /// Replaces a topic's config overrides; they take effect at once and are persisted.
+    pub fn alter_topic_configs(&self, name: &str, configs: TopicConfigs) -> Result<(), TopicError> {
+        let topics = self.topics.write().unwrap_or_else(|e| e.into_inner());
+        let topic = topics.get(name).ok_or(TopicError::UnknownTopic)?;
+        let settings = configs.settings(&self.config);
+        for partition in &topic.partitions {
+            // A deleted partition has nothing left to configure.
+            let _ = partition.with_log(|log| {
+                log.set_config(settings.log.clone());
+                Ok(())
+            });
+        }
+        topic.set_settings(settings);
+        self.persist_topic_configs(&topics)?;
+        tracing::info!(topic = name, "altered topic configs");
+        Ok(())
+    }
+
+    fn open_new_partition(
+        &self,
+        name: &str,
+        id: Uuid,
+        index: i32,
+        settings: &TopicSettings,
+        now_ms: i64,
+    ) -> Result<Arc<Partition>, TopicError> {
+        let dir = self.log_dir.join(format!("{name}-{index}"));
+        let open = || -> Result<Partition, LogError> {
+            std::fs::create_dir_all(&dir)?;
+            layout::write_partition_metadata(&dir, id)?;
+            let options = OpenOptions {
+                recovery_point: 0,
+                log_start_offset: 0,
+                clean_shutdown: true,
+            };
+            let log = PartitionLog::open(&dir, settings.log.clone(), options, now_ms)?;
+            Partition::new(name.to_string(), index, dir.clone(), log)
+        };
+        open()
+            .map(Arc::new)
+            .map_err(|e| TopicError::Storage(e.to_string()))
+    }
+
+    fn persist_topic_configs(
+        &self,
+        topics: &HashMap<String, Arc<Topic>>,
+    ) -> Result<(), TopicError> {
+        let all: BTreeMap<String, BTreeMap<String, String>> = topics
+            .values()
+            .map(|t| (t.name.clone(), t.settings().overrides.to_map()))
+            .collect();
+        topic::write_topic_configs(&self.log_dir, &all)
+            .map_err(|e| TopicError::Storage(e.to_string()))
     }
 
     /// Deletes a topic: its partitions stop serving at once, their directories are renamed
@@ -231,13 +297,7 @@ impl LogManager {
                 tracing::error!(dir = %renamed.display(), "cannot remove deleted partition: {e}");
             }
         }
-        let all_configs: BTreeMap<String, BTreeMap<String, String>> = self
-            .topics()
-            .iter()
-            .map(|t| (t.name.clone(), t.configs.to_map()))
-            .collect();
-        topic::write_topic_configs(&self.log_dir, &all_configs)
-            .map_err(|e| TopicError::Storage(e.to_string()))?;
+        self.persist_topic_configs(&self.topics.read().unwrap_or_else(|e| e.into_inner()))?;
         self.notify_appended();
         tracing::info!(topic = name, "deleted topic");
         Ok(())
@@ -250,6 +310,34 @@ impl LogManager {
                 tracing::error!(partition = %partition, "flush failed: {e}");
             }
         }
+    }
+
+    /// Deletes segments past their topic's retention (Kafka's retention check), and any whose
+    /// `.deleted` files have waited `file.delete.delay.ms`. Returns the segments deleted.
+    pub fn enforce_retention(&self, now_ms: i64) -> usize {
+        let mut deleted = 0;
+        for topic in self.topics() {
+            let retention = topic.settings().retention;
+            for partition in &topic.partitions {
+                let result = partition.with_log(|log| {
+                    let high_watermark = log.log_end_offset();
+                    let count = log.delete_old_segments(&retention, high_watermark, now_ms)?;
+                    log.remove_deleted_files(now_ms)?;
+                    Ok(count)
+                });
+                match result {
+                    Ok(count) => deleted += count,
+                    Err(e) => tracing::error!(partition = %partition, "retention failed: {e}"),
+                }
+            }
+        }
+        if deleted > 0 {
+            tracing::info!(segments = deleted, "deleted segments past retention");
+            if let Err(e) = self.write_checkpoints() {
+                tracing::error!("writing checkpoints after retention failed: {e}");
+            }
+        }
+        deleted
     }
 
     /// Writes the recovery-point and log-start-offset checkpoints (atomically, fsynced).

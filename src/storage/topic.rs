@@ -5,54 +5,20 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, RwLock};
 
 use uuid::Uuid;
 
 use crate::config::Config;
 use crate::log::batch::BatchHeader;
-use crate::log::{LogConfig, LogError, PartitionLog};
+use crate::log::{LogConfig, LogError, PartitionLog, RetentionConfig};
 use crate::producer::{snapshot, ProducerStateManager};
 
 use super::layout::write_file_durably;
+use super::topic_config;
 
 /// Where sluice keeps topic configs set at creation; Kafka keeps them in its metadata log.
 const TOPIC_CONFIGS_FILE: &str = "sluice-topic-configs";
-
-/// Topic configs Kafka knows. A name outside this list is INVALID_CONFIG.
-const KNOWN_TOPIC_CONFIGS: &[&str] = &[
-    "cleanup.policy",
-    "compression.type",
-    "compression.gzip.level",
-    "compression.lz4.level",
-    "compression.zstd.level",
-    "delete.retention.ms",
-    "file.delete.delay.ms",
-    "flush.messages",
-    "flush.ms",
-    "follower.replication.throttled.replicas",
-    "index.interval.bytes",
-    "leader.replication.throttled.replicas",
-    "local.retention.bytes",
-    "local.retention.ms",
-    "max.compaction.lag.ms",
-    "max.message.bytes",
-    "message.timestamp.after.max.ms",
-    "message.timestamp.before.max.ms",
-    "message.timestamp.type",
-    "min.cleanable.dirty.ratio",
-    "min.compaction.lag.ms",
-    "min.insync.replicas",
-    "preallocate",
-    "remote.storage.enable",
-    "retention.bytes",
-    "retention.ms",
-    "segment.bytes",
-    "segment.index.bytes",
-    "segment.jitter.ms",
-    "segment.ms",
-    "unclean.leader.election.enable",
-];
 
 #[derive(Debug)]
 pub enum TopicError {
@@ -60,6 +26,7 @@ pub enum TopicError {
     UnknownTopic,
     InvalidName(String),
     InvalidConfig(String),
+    InvalidPartitions(String),
     Storage(String),
 }
 
@@ -68,9 +35,10 @@ impl fmt::Display for TopicError {
         match self {
             TopicError::AlreadyExists => f.write_str("topic already exists"),
             TopicError::UnknownTopic => f.write_str("unknown topic"),
-            TopicError::InvalidName(m) | TopicError::InvalidConfig(m) | TopicError::Storage(m) => {
-                f.write_str(m)
-            }
+            TopicError::InvalidName(m)
+            | TopicError::InvalidConfig(m)
+            | TopicError::InvalidPartitions(m)
+            | TopicError::Storage(m) => f.write_str(m),
         }
     }
 }
@@ -93,8 +61,9 @@ pub fn validate_topic_name(name: &str) -> Result<(), TopicError> {
     Ok(())
 }
 
-/// The configs set on a topic, validated; unset keys fall back to the broker's settings.
-#[derive(Clone, Debug, Default)]
+/// The configs set on a topic (its overrides), validated against Kafka's table; unset keys fall
+/// back to the broker's settings.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct TopicConfigs(BTreeMap<String, String>);
 
 impl TopicConfigs {
@@ -106,83 +75,129 @@ impl TopicConfigs {
         self.0.clone()
     }
 
-    /// Validates names and the values sluice interprets.
+    /// Validates every name and value (Kafka's INVALID_CONFIG cases).
     pub fn validated(map: BTreeMap<String, String>) -> Result<TopicConfigs, TopicError> {
         for (key, value) in &map {
-            if !KNOWN_TOPIC_CONFIGS.contains(&key.as_str()) {
-                return Err(TopicError::InvalidConfig(format!(
-                    "unknown topic config '{key}'"
-                )));
-            }
-            let numeric =
-                key.ends_with(".bytes") || key.ends_with(".ms") || key == "flush.messages";
-            if numeric && value.parse::<i64>().is_err() {
-                return Err(TopicError::InvalidConfig(format!(
-                    "invalid value '{value}' for {key}"
-                )));
-            }
-        }
-        if let Some(kind) = map.get("compression.type") {
-            if kind != "producer" {
-                return Err(TopicError::InvalidConfig(format!(
-                    "compression.type={kind} is not supported: sluice stores batches as the producer sent them (use 'producer')"
-                )));
-            }
-        }
-        if let Some(kind) = map.get("message.timestamp.type") {
-            if kind != "CreateTime" {
-                return Err(TopicError::InvalidConfig(format!(
-                    "message.timestamp.type={kind} is not supported yet"
-                )));
-            }
+            topic_config::validate(key, value).map_err(TopicError::InvalidConfig)?;
         }
         Ok(TopicConfigs(map))
     }
 
     fn get_i64(&self, key: &str) -> Option<i64> {
-        self.0.get(key).and_then(|v| v.parse().ok())
+        self.0.get(key).and_then(|v| v.trim().parse().ok())
     }
 
-    /// The log settings of this topic: its own where set, the broker's otherwise.
-    pub fn log_config(&self, broker: &Config) -> LogConfig {
+    /// The settings the data path uses, derived once per change rather than per request.
+    pub fn settings(&self, broker: &Config) -> TopicSettings {
         let mut log = broker.log.clone();
-        let positive = |v: i64| (v > 0).then_some(v);
-        if let Some(v) = self.get_i64("segment.bytes").and_then(positive) {
+        if let Some(v) = self.get_i64("segment.bytes") {
             log.segment_bytes = v as u64;
         }
-        if let Some(v) = self.get_i64("segment.ms").and_then(positive) {
+        if let Some(v) = self.get_i64("segment.ms") {
             log.segment_ms = v;
         }
-        if let Some(v) = self.get_i64("segment.index.bytes").and_then(positive) {
+        if let Some(v) = self.get_i64("segment.index.bytes") {
             log.max_index_size_bytes = v as u64;
         }
-        if let Some(v) = self.get_i64("index.interval.bytes").filter(|v| *v >= 0) {
+        if let Some(v) = self.get_i64("index.interval.bytes") {
             log.index_interval_bytes = v as u64;
         }
-        if let Some(v) = self.get_i64("flush.messages").and_then(positive) {
+        if let Some(v) = self.get_i64("flush.messages") {
             log.flush_interval_messages = v as u64;
         }
-        if let Some(v) = self.get_i64("flush.ms").filter(|v| *v >= 0) {
+        if let Some(v) = self.get_i64("flush.ms") {
             log.flush_interval_ms = v;
         }
-        log
+        TopicSettings {
+            log,
+            max_message_bytes: self
+                .get_i64("max.message.bytes")
+                .and_then(|v| i32::try_from(v).ok())
+                .unwrap_or(broker.message_max_bytes),
+            timestamp_before_max_ms: self
+                .get_i64("message.timestamp.before.max.ms")
+                .unwrap_or(broker.log_message_timestamp_before_max_ms),
+            timestamp_after_max_ms: self
+                .get_i64("message.timestamp.after.max.ms")
+                .unwrap_or(broker.log_message_timestamp_after_max_ms),
+            log_append_time: self.0.get("message.timestamp.type").map(String::as_str)
+                == Some("LogAppendTime"),
+            retention: self.retention(broker),
+            overrides: self.clone(),
+        }
     }
 
-    pub fn max_message_bytes(&self, broker: &Config) -> i32 {
-        self.get_i64("max.message.bytes")
-            .and_then(|v| i32::try_from(v).ok())
-            .unwrap_or(broker.message_max_bytes)
+    /// Time and size retention apply only where the cleanup policy includes `delete`; a
+    /// compact-only topic keeps everything (sluice does not compact yet).
+    fn retention(&self, broker: &Config) -> RetentionConfig {
+        let policy = self
+            .0
+            .get("cleanup.policy")
+            .unwrap_or(&broker.log_cleanup_policy);
+        let delete = policy.split(',').any(|p| p.trim() == "delete");
+        let pick = |key: &str, broker_value: i64| {
+            if delete {
+                self.get_i64(key).unwrap_or(broker_value)
+            } else {
+                -1
+            }
+        };
+        RetentionConfig {
+            retention_ms: pick("retention.ms", broker.log_retention_ms),
+            retention_bytes: pick("retention.bytes", broker.log_retention_bytes),
+            file_delete_delay_ms: self
+                .get_i64("file.delete.delay.ms")
+                .unwrap_or(broker.log_segment_delete_delay_ms),
+        }
     }
+}
+
+/// A topic's effective settings, replaced as a whole when its configs change.
+#[derive(Clone, Debug)]
+pub struct TopicSettings {
+    pub log: LogConfig,
+    pub max_message_bytes: i32,
+    pub timestamp_before_max_ms: i64,
+    pub timestamp_after_max_ms: i64,
+    pub log_append_time: bool,
+    pub retention: RetentionConfig,
+    pub overrides: TopicConfigs,
 }
 
 pub struct Topic {
     pub name: String,
     pub id: Uuid,
     pub partitions: Vec<std::sync::Arc<Partition>>,
-    pub configs: TopicConfigs,
+    /// Swapped whole on a config change; readers clone the Arc and never hold the lock.
+    settings: RwLock<Arc<TopicSettings>>,
 }
 
 impl Topic {
+    pub fn new(
+        name: String,
+        id: Uuid,
+        partitions: Vec<Arc<Partition>>,
+        settings: TopicSettings,
+    ) -> Topic {
+        Topic {
+            name,
+            id,
+            partitions,
+            settings: RwLock::new(Arc::new(settings)),
+        }
+    }
+
+    pub fn settings(&self) -> Arc<TopicSettings> {
+        self.settings
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub fn set_settings(&self, settings: TopicSettings) {
+        *self.settings.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(settings);
+    }
+
     pub fn partition(&self, index: i32) -> Option<&std::sync::Arc<Partition>> {
         usize::try_from(index)
             .ok()
@@ -372,11 +387,17 @@ mod tests {
             TopicConfigs::validated(bad),
             Err(TopicError::InvalidConfig(_))
         ));
-        let ok = BTreeMap::from([("segment.bytes".to_string(), "2000000".to_string())]);
-        let configs = TopicConfigs::validated(ok).unwrap();
-        assert_eq!(
-            configs.log_config(&Config::default()).segment_bytes,
-            2_000_000
-        );
+        let ok = BTreeMap::from([
+            ("segment.bytes".to_string(), "2000000".to_string()),
+            (
+                "message.timestamp.type".to_string(),
+                "LogAppendTime".to_string(),
+            ),
+        ]);
+        let settings = TopicConfigs::validated(ok)
+            .unwrap()
+            .settings(&Config::default());
+        assert_eq!(settings.log.segment_bytes, 2_000_000);
+        assert!(settings.log_append_time);
     }
 }

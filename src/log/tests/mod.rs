@@ -4,6 +4,7 @@
 mod append_read;
 mod kafka_compat;
 mod recovery;
+mod retention;
 mod timestamps;
 
 use std::path::Path;
@@ -141,7 +142,9 @@ pub(crate) fn append_batches(
     (0..count)
         .map(|n| {
             let mut bytes = batch(records, 1_000 + n as i64, value_bytes);
-            log.append(&mut bytes, 5, 0).expect("append").base_offset
+            log.append(&mut bytes, 5, 0, false)
+                .expect("append")
+                .base_offset
         })
         .collect()
 }

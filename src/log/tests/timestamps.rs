@@ -18,16 +18,6 @@ fn timestamps_for(batch_number: u64, records: usize) -> Vec<i64> {
         .collect()
 }
 
-/// Marks a batch LogAppendTime with `append_time` as its max timestamp and fixes the CRC, as a
-/// LogAppendTime topic's broker would before storing it.
-fn as_log_append_time(mut batch: Vec<u8>, append_time: i64) -> Vec<u8> {
-    batch[22] |= 0x08;
-    batch[35..43].copy_from_slice(&append_time.to_be_bytes());
-    let crc = crc32c::crc32c(&batch[21..]);
-    batch[17..21].copy_from_slice(&crc.to_be_bytes());
-    batch
-}
-
 /// A log of compressed and plain batches over several segments; returns every record as
 /// (offset, timestamp).
 fn mixed_log(dir: &Path) -> (PartitionLog, Vec<(i64, i64)>) {
@@ -47,7 +37,9 @@ fn mixed_log(dir: &Path) -> (PartitionLog, Vec<(i64, i64)>) {
             value_bytes: 30,
             ..Default::default()
         };
-        let info = log.append(&mut encode_batch(&spec), 0, 0).expect("append");
+        let info = log
+            .append(&mut encode_batch(&spec), 0, 0, false)
+            .expect("append");
         records.extend(
             timestamps
                 .iter()
@@ -154,15 +146,18 @@ fn max_timestamp_points_at_the_record_and_the_first_segment_wins_ties() {
         compression: Compression::Gzip,
         ..Default::default()
     };
-    log.append(&mut encode_batch(&spec), 0, 0).expect("append");
+    log.append(&mut encode_batch(&spec), 0, 0, false)
+        .expect("append");
     append_batches(&mut log, 30, 2, 40);
-    log.append(&mut encode_batch(&spec), 0, 0)
+    log.append(&mut encode_batch(&spec), 0, 0, false)
         .expect("append a tie in a later segment");
     assert!(segment_files(dir.path()).len() >= 3);
     assert_eq!(log.max_timestamp_and_offset(), Some((90_000, 11)));
 
-    let append_time = as_log_append_time(batch(3, 1, 10), 95_000);
-    let info = log.append(&mut append_time.clone(), 0, 0).expect("append");
+    // A LogAppendTime topic's batch: its records say 1, the append time is 95_000.
+    let info = log
+        .append(&mut batch(3, 1, 10), 0, 95_000, true)
+        .expect("append");
     assert_eq!(
         log.max_timestamp_and_offset(),
         Some((95_000, info.base_offset))
@@ -187,5 +182,81 @@ fn max_timestamp_points_at_the_record_and_the_first_segment_wins_ties() {
     assert_eq!(
         log.find_offset_by_timestamp(94_000).expect("lookup"),
         Some((info.base_offset, 95_000))
+    );
+}
+
+#[test]
+fn log_append_time_stamps_the_batch_and_lookups_use_the_append_time() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut log = open(dir.path(), &small_config(), true, 0);
+    let create_time = log
+        .append(&mut batch(2, 1_000, 10), 0, 5_000, false)
+        .expect("append");
+    assert_eq!(create_time.log_append_time_ms, -1);
+    assert_eq!(create_time.max_timestamp, 1_000);
+    let mut appended = Vec::new();
+    for (n, compression) in [Compression::None, Compression::Gzip]
+        .into_iter()
+        .enumerate()
+    {
+        let spec = BatchSpec {
+            timestamps: vec![10, 30, 20],
+            compression,
+            ..Default::default()
+        };
+        let original = encode_batch(&spec);
+        let now_ms = 50_000 + n as i64;
+        let info = log
+            .append(&mut original.clone(), 0, now_ms, true)
+            .expect("append");
+        assert_eq!(info.log_append_time_ms, now_ms);
+        assert_eq!(info.max_timestamp, now_ms);
+        let read = log
+            .read(info.base_offset, 10_000, true, i64::MAX)
+            .expect("read");
+        let header = BatchHeader::parse(&read.records).expect("header");
+        let stored = &read.records[..header.total_size()];
+        assert!(super::super::batch::crc_is_valid(stored), "{compression:?}");
+        assert!(header.timestamp_type_is_log_append());
+        assert_eq!(header.attributes & 0x08, 0x08);
+        assert_eq!(header.compression(), compression as u8);
+        assert_eq!(header.max_timestamp, now_ms);
+        // Last offset delta, base timestamp and the records are as the producer sent them.
+        assert_eq!(stored[23..35], original[23..35]);
+        assert_eq!(stored[43..], original[43..]);
+        appended.push(info);
+    }
+    // Every record of a LogAppendTime batch has the append time; its own deltas (10, 30, 20)
+    // are ignored.
+    let first = appended[0].base_offset;
+    assert_eq!(
+        log.find_offset_by_timestamp(1_001).expect("lookup"),
+        Some((first, 50_000))
+    );
+    assert_eq!(
+        log.find_offset_by_timestamp(50_001).expect("lookup"),
+        Some((appended[1].base_offset, 50_001))
+    );
+    assert_eq!(
+        log.max_timestamp_and_offset(),
+        Some((50_001, appended[1].base_offset))
+    );
+    // Retention measures from the append time too: 55_000 - 50_001 is within 10 s.
+    let retention = crate::log::RetentionConfig {
+        retention_ms: 10_000,
+        retention_bytes: -1,
+        file_delete_delay_ms: 0,
+    };
+    let end = log.log_end_offset();
+    assert_eq!(
+        log.delete_old_segments(&retention, end, 55_000)
+            .expect("retention"),
+        0
+    );
+    log.close().expect("close");
+    let entries = time_index_entries(&dir.path().join(file_name(0, ".timeindex")));
+    assert_eq!(
+        entries.last(),
+        Some(&(50_001, appended[1].last_offset as i32))
     );
 }

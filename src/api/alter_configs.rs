@@ -1,0 +1,215 @@
+//! AlterConfigs (33) and IncrementalAlterConfigs (44) for topics. AlterConfigs replaces a
+//! topic's whole set of overrides; IncrementalAlterConfigs applies SET, DELETE, APPEND and
+//! SUBTRACT to them. Either way the result is validated as a whole, applied at once, and
+//! persisted. Broker resources: sluice has no dynamic broker configs yet and says so.
+
+use std::collections::{BTreeMap, HashSet};
+
+use kafka_protocol::messages::{
+    alter_configs_response, incremental_alter_configs_response, AlterConfigsRequest,
+    AlterConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+
+use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::errors::{code, topic_error_code};
+use super::Broker;
+use crate::storage::topic_config::{self, ConfigType};
+use crate::storage::TopicConfigs;
+
+type Outcome = Result<(), (i16, String)>;
+
+pub fn handle_alter(broker: &Broker, request: AlterConfigsRequest) -> AlterConfigsResponse {
+    let duplicates = duplicated(
+        request
+            .resources
+            .iter()
+            .map(|r| (r.resource_type, r.resource_name.to_string())),
+    );
+    let responses = request
+        .resources
+        .into_iter()
+        .map(|resource| {
+            let key = (resource.resource_type, resource.resource_name.to_string());
+            let outcome = if duplicates.contains(&key) {
+                Err(duplicate_error(&key.1))
+            } else {
+                let configs: BTreeMap<String, String> = resource
+                    .configs
+                    .iter()
+                    .filter_map(|c| {
+                        c.value
+                            .as_ref()
+                            .map(|v| (c.name.to_string(), v.to_string()))
+                    })
+                    .collect();
+                apply(
+                    broker,
+                    resource.resource_type,
+                    &key.1,
+                    request.validate_only,
+                    |_| Ok(configs),
+                )
+            };
+            let (error_code, message) = split(outcome);
+            alter_configs_response::AlterConfigsResourceResponse::default()
+                .with_error_code(error_code)
+                .with_error_message(message)
+                .with_resource_type(resource.resource_type)
+                .with_resource_name(resource.resource_name)
+        })
+        .collect();
+    AlterConfigsResponse::default().with_responses(responses)
+}
+
+pub fn handle_incremental(
+    broker: &Broker,
+    request: IncrementalAlterConfigsRequest,
+) -> IncrementalAlterConfigsResponse {
+    let duplicates = duplicated(
+        request
+            .resources
+            .iter()
+            .map(|r| (r.resource_type, r.resource_name.to_string())),
+    );
+    let responses = request
+        .resources
+        .into_iter()
+        .map(|resource| {
+            let key = (resource.resource_type, resource.resource_name.to_string());
+            let outcome = if duplicates.contains(&key) {
+                Err(duplicate_error(&key.1))
+            } else {
+                let ops: Vec<(String, i8, Option<String>)> = resource
+                    .configs
+                    .iter()
+                    .map(|c| {
+                        (
+                            c.name.to_string(),
+                            c.config_operation,
+                            c.value.as_ref().map(|v| v.to_string()),
+                        )
+                    })
+                    .collect();
+                apply(
+                    broker,
+                    resource.resource_type,
+                    &key.1,
+                    request.validate_only,
+                    |current| apply_ops(current, &ops),
+                )
+            };
+            let (error_code, message) = split(outcome);
+            incremental_alter_configs_response::AlterConfigsResourceResponse::default()
+                .with_error_code(error_code)
+                .with_error_message(message)
+                .with_resource_type(resource.resource_type)
+                .with_resource_name(resource.resource_name)
+        })
+        .collect();
+    IncrementalAlterConfigsResponse::default().with_responses(responses)
+}
+
+/// Computes a topic's new overrides from its current ones, validates and stores them.
+fn apply(
+    broker: &Broker,
+    resource_type: i8,
+    name: &str,
+    validate_only: bool,
+    change: impl FnOnce(BTreeMap<String, String>) -> Result<BTreeMap<String, String>, (i16, String)>,
+) -> Outcome {
+    match resource_type {
+        RESOURCE_TOPIC => {}
+        RESOURCE_BROKER => {
+            return Err((
+                code(ResponseError::InvalidConfig),
+                "sluice does not support dynamic broker configs yet; set them in server.properties"
+                    .into(),
+            ))
+        }
+        other => {
+            return Err((
+                code(ResponseError::InvalidRequest),
+                format!("Unsupported resource type {other}"),
+            ))
+        }
+    }
+    let topic = broker.logs.topic(name).ok_or_else(|| {
+        (
+            code(ResponseError::UnknownTopicOrPartition),
+            format!("Topic {name} does not exist"),
+        )
+    })?;
+    let updated = change(topic.settings().overrides.to_map())?;
+    let configs =
+        TopicConfigs::validated(updated).map_err(|e| (topic_error_code(&e), e.to_string()))?;
+    if validate_only {
+        return Ok(());
+    }
+    broker
+        .logs
+        .alter_topic_configs(name, configs)
+        .map_err(|e| (topic_error_code(&e), e.to_string()))
+}
+
+const SET: i8 = 0;
+const DELETE: i8 = 1;
+const APPEND: i8 = 2;
+const SUBTRACT: i8 = 3;
+
+fn apply_ops(
+    mut configs: BTreeMap<String, String>,
+    ops: &[(String, i8, Option<String>)],
+) -> Result<BTreeMap<String, String>, (i16, String)> {
+    let invalid = |m: String| (code(ResponseError::InvalidConfig), m);
+    for (name, op, value) in ops {
+        let def = topic_config::find(name)
+            .ok_or_else(|| invalid(format!("Unknown topic config name: {name}")))?;
+        let value = value.clone().unwrap_or_default();
+        match *op {
+            SET => {
+                configs.insert(name.clone(), value);
+            }
+            DELETE => {
+                configs.remove(name);
+            }
+            APPEND | SUBTRACT if def.kind != ConfigType::List => {
+                return Err(invalid(format!("Config value append/subtract is not allowed for config key {name} as it is not a list")))
+            }
+            APPEND | SUBTRACT => {
+                let current = configs.get(name).cloned().unwrap_or_else(|| def.default.to_string());
+                let mut items: Vec<String> = current.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect();
+                for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                    if *op == APPEND && !items.iter().any(|i| i == item) {
+                        items.push(item.to_string());
+                    } else if *op == SUBTRACT {
+                        items.retain(|i| i != item);
+                    }
+                }
+                configs.insert(name.clone(), items.join(","));
+            }
+            other => return Err((code(ResponseError::InvalidRequest), format!("Unknown config operation {other}"))),
+        }
+    }
+    Ok(configs)
+}
+
+fn duplicated(keys: impl Iterator<Item = (i8, String)>) -> HashSet<(i8, String)> {
+    let mut seen = HashSet::new();
+    keys.filter(|k| !seen.insert(k.clone())).collect()
+}
+
+fn duplicate_error(name: &str) -> (i16, String) {
+    (
+        code(ResponseError::InvalidRequest),
+        format!("Error due to duplicate config keys for resource {name}"),
+    )
+}
+
+fn split(outcome: Outcome) -> (i16, Option<StrBytes>) {
+    match outcome {
+        Ok(()) => (0, None),
+        Err((error_code, message)) => (error_code, Some(StrBytes::from_string(message))),
+    }
+}

@@ -1,0 +1,315 @@
+//! Kafka's topic configs: names, types, defaults, the broker settings they fall back to
+//! (synonyms), documentation, and validation. DescribeConfigs, AlterConfigs,
+//! IncrementalAlterConfigs and CreateTopics all read this one table.
+//!
+//! A topic config's value is resolved as Kafka resolves it: the topic's own override, else the
+//! first of its broker synonyms set in `server.properties`, else Kafka's default.
+
+use std::collections::BTreeMap;
+
+/// Kafka's `ConfigType` codes as DescribeConfigs (v3+) reports them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigType {
+    Boolean = 1,
+    String = 2,
+    Int = 3,
+    Long = 5,
+    Double = 6,
+    List = 7,
+}
+
+/// Kafka's `ConfigSource` codes.
+pub mod source {
+    pub const DYNAMIC_TOPIC_CONFIG: i8 = 1;
+    pub const STATIC_BROKER_CONFIG: i8 = 4;
+    pub const DEFAULT_CONFIG: i8 = 5;
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Check {
+    None,
+    AtLeast(i64),
+    Between(f64, f64),
+    OneOf(&'static [&'static str]),
+    ListOf(&'static [&'static str]),
+}
+
+/// One topic config. `synonyms` are broker keys with the factor that turns their unit into
+/// this config's unit (e.g. `log.retention.hours` × 3600000 = `retention.ms`).
+pub struct TopicConfigDef {
+    pub name: &'static str,
+    pub kind: ConfigType,
+    pub default: &'static str,
+    pub synonyms: &'static [(&'static str, i64)],
+    check: Check,
+    pub doc: &'static str,
+}
+
+const fn def(
+    name: &'static str,
+    kind: ConfigType,
+    default: &'static str,
+    synonyms: &'static [(&'static str, i64)],
+    check: Check,
+    doc: &'static str,
+) -> TopicConfigDef {
+    TopicConfigDef {
+        name,
+        kind,
+        default,
+        synonyms,
+        check,
+        doc,
+    }
+}
+
+const MAX: &str = "9223372036854775807";
+const HOUR_MS: i64 = 3_600_000;
+
+pub use table::TOPIC_CONFIGS;
+
+mod table {
+    use super::Check::*;
+    use super::ConfigType::*;
+    use super::{def, TopicConfigDef, HOUR_MS, MAX};
+
+    /// Kafka 4.1's topic configs, in name order.
+    pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
+    def("cleanup.policy", List, "delete", &[("log.cleanup.policy", 1)], ListOf(&["delete", "compact"]), "The retention policy of old log segments: delete or compact (sluice stores compacted topics but does not compact them yet)."),
+    def("compression.gzip.level", Int, "-1", &[("compression.gzip.level", 1)], Between(-1.0, 9.0), "The gzip level used when compression.type is gzip."),
+    def("compression.lz4.level", Int, "9", &[("compression.lz4.level", 1)], Between(1.0, 17.0), "The lz4 level used when compression.type is lz4."),
+    def("compression.type", String, "producer", &[("compression.type", 1)], OneOf(&["producer"]), "The final compression of the topic. sluice stores batches as the producer sent them, so only 'producer' is accepted."),
+    def("compression.zstd.level", Int, "3", &[("compression.zstd.level", 1)], Between(-131072.0, 22.0), "The zstd level used when compression.type is zstd."),
+    def("delete.retention.ms", Long, "86400000", &[("log.cleaner.delete.retention.ms", 1)], AtLeast(0), "How long delete tombstones are kept on compacted topics."),
+    def("file.delete.delay.ms", Long, "60000", &[("log.segment.delete.delay.ms", 1)], AtLeast(0), "The time to wait before deleting a file from the filesystem."),
+    def("flush.messages", Long, MAX, &[("log.flush.interval.messages", 1)], AtLeast(1), "Force an fsync after this many messages; 1 makes every acknowledged produce durable."),
+    def("flush.ms", Long, MAX, &[("log.flush.interval.ms", 1)], AtLeast(0), "Force an fsync when the oldest unflushed data is this old."),
+    def("follower.replication.throttled.replicas", List, "", &[("follower.replication.throttled.replicas", 1)], None, "Replicas whose replication is throttled on the follower side."),
+    def("index.interval.bytes", Int, "4096", &[("log.index.interval.bytes", 1)], AtLeast(0), "Bytes of log between two offset index entries."),
+    def("leader.replication.throttled.replicas", List, "", &[("leader.replication.throttled.replicas", 1)], None, "Replicas whose replication is throttled on the leader side."),
+    def("local.retention.bytes", Long, "-2", &[("log.local.retention.bytes", 1)], AtLeast(-2), "Local retention size with tiered storage (-2: use retention.bytes)."),
+    def("local.retention.ms", Long, "-2", &[("log.local.retention.ms", 1)], AtLeast(-2), "Local retention time with tiered storage (-2: use retention.ms)."),
+    def("max.compaction.lag.ms", Long, MAX, &[("log.cleaner.max.compaction.lag.ms", 1)], AtLeast(1), "The longest a message stays ineligible for compaction."),
+    def("max.message.bytes", Int, "1048588", &[("message.max.bytes", 1)], AtLeast(0), "The largest record batch size allowed."),
+    def("message.timestamp.after.max.ms", Long, "3600000", &[("log.message.timestamp.after.max.ms", 1)], AtLeast(0), "How far in the future a record timestamp may be."),
+    def("message.timestamp.before.max.ms", Long, MAX, &[("log.message.timestamp.before.max.ms", 1)], AtLeast(0), "How far in the past a record timestamp may be."),
+    def("message.timestamp.type", String, "CreateTime", &[("log.message.timestamp.type", 1)], OneOf(&["CreateTime", "LogAppendTime"]), "Whether record timestamps are the producer's (CreateTime) or the broker's append time (LogAppendTime)."),
+    def("min.cleanable.dirty.ratio", Double, "0.5", &[("log.cleaner.min.cleanable.ratio", 1)], Between(0.0, 1.0), "The dirty ratio above which a compacted log is cleaned."),
+    def("min.compaction.lag.ms", Long, "0", &[("log.cleaner.min.compaction.lag.ms", 1)], AtLeast(0), "The shortest a message stays uncompacted."),
+    def("min.insync.replicas", Int, "1", &[("min.insync.replicas", 1)], AtLeast(1), "The fewest replicas that must acknowledge an acks=all write."),
+    def("preallocate", Boolean, "false", &[("log.preallocate", 1)], OneOf(&["true", "false"]), "Preallocate the file of a new segment."),
+    def("remote.log.copy.disable", Boolean, "false", &[], OneOf(&["true", "false"]), "Stop copying segments to tiered storage."),
+    def("remote.log.delete.on.disable", Boolean, "false", &[], OneOf(&["true", "false"]), "Delete tiered data when tiered storage is disabled."),
+    def("remote.storage.enable", Boolean, "false", &[], OneOf(&["false"]), "Tiered storage; not supported by sluice."),
+    def("retention.bytes", Long, "-1", &[("log.retention.bytes", 1)], None, "The size a partition may grow to before old segments are deleted (-1: no limit)."),
+    def("retention.ms", Long, "604800000", &[("log.retention.ms", 1), ("log.retention.minutes", 60_000), ("log.retention.hours", HOUR_MS)], AtLeast(-1), "How long a segment is kept after its newest record (-1: forever)."),
+    def("segment.bytes", Int, "1073741824", &[("log.segment.bytes", 1)], AtLeast(1_048_576), "The size of a segment file."),
+    def("segment.index.bytes", Int, "10485760", &[("log.index.size.max.bytes", 1)], AtLeast(4), "The size of a segment's offset index."),
+    def("segment.jitter.ms", Long, "0", &[("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", HOUR_MS)], AtLeast(0), "The most random jitter subtracted from segment.ms."),
+    def("segment.ms", Long, "604800000", &[("log.roll.ms", 1), ("log.roll.hours", HOUR_MS)], AtLeast(1), "Roll a segment after this long even if it is not full."),
+    def("unclean.leader.election.enable", Boolean, "false", &[("unclean.leader.election.enable", 1)], OneOf(&["true", "false"]), "Allow out-of-sync replicas to become leader."),
+];
+}
+
+pub fn find(name: &str) -> Option<&'static TopicConfigDef> {
+    TOPIC_CONFIGS.iter().find(|d| d.name == name)
+}
+
+/// Checks one value; the message is Kafka-style and names the config.
+pub fn validate(name: &str, value: &str) -> Result<(), String> {
+    let def = find(name).ok_or_else(|| format!("Unknown topic config name: {name}"))?;
+    let invalid = |why: &str| {
+        Err(format!(
+            "Invalid value {value} for configuration {name}: {why}"
+        ))
+    };
+    let number = match def.kind {
+        ConfigType::Int => value.trim().parse::<i32>().map(f64::from).ok(),
+        ConfigType::Long => value.trim().parse::<i64>().map(|v| v as f64).ok(),
+        ConfigType::Double => value.trim().parse::<f64>().ok(),
+        _ => Some(0.0),
+    };
+    let Some(number) = number else {
+        return invalid(&format!("Not a number of type {:?}", def.kind).to_uppercase());
+    };
+    match def.check {
+        Check::None => Ok(()),
+        Check::AtLeast(min) if number < min as f64 => {
+            invalid(&format!("Value must be at least {min}"))
+        }
+        Check::Between(low, high) if number < low || number > high => {
+            invalid(&format!("Value must be in [{low}, {high}]"))
+        }
+        Check::OneOf(allowed) if !allowed.contains(&value.trim()) => {
+            invalid(&format!("String must be one of: {}", allowed.join(", ")))
+        }
+        Check::ListOf(allowed)
+            if value
+                .split(',')
+                .map(str::trim)
+                .any(|v| !allowed.contains(&v)) =>
+        {
+            invalid(&format!("List values must be in: {}", allowed.join(", ")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// One resolved config as DescribeConfigs reports it.
+pub struct Resolved {
+    pub name: &'static str,
+    pub value: String,
+    pub source: i8,
+    /// (name, value, source), most specific first.
+    pub synonyms: Vec<(String, String, i8)>,
+    pub kind: ConfigType,
+    pub doc: &'static str,
+}
+
+/// Resolves every topic config for a topic with `overrides`, against the broker's
+/// `server.properties` pairs.
+pub fn resolve_all(
+    overrides: &BTreeMap<String, String>,
+    broker_properties: &BTreeMap<String, String>,
+) -> Vec<Resolved> {
+    TOPIC_CONFIGS
+        .iter()
+        .map(|def| resolve(def, overrides, broker_properties))
+        .collect()
+}
+
+fn resolve(
+    def: &'static TopicConfigDef,
+    overrides: &BTreeMap<String, String>,
+    broker: &BTreeMap<String, String>,
+) -> Resolved {
+    let mut synonyms = Vec::new();
+    if let Some(value) = overrides.get(def.name) {
+        synonyms.push((
+            def.name.to_string(),
+            value.clone(),
+            source::DYNAMIC_TOPIC_CONFIG,
+        ));
+    }
+    for (key, factor) in def.synonyms {
+        if let Some(value) = broker.get(*key) {
+            let converted = match (*factor, value.trim().parse::<i64>()) {
+                (1, _) | (_, Err(_)) => value.clone(),
+                (factor, Ok(v)) => v.saturating_mul(factor).to_string(),
+            };
+            synonyms.push((key.to_string(), converted, source::STATIC_BROKER_CONFIG));
+        }
+    }
+    let default_name = def.synonyms.first().map(|(k, _)| *k).unwrap_or(def.name);
+    synonyms.push((
+        default_name.to_string(),
+        def.default.to_string(),
+        source::DEFAULT_CONFIG,
+    ));
+    let (value, source) = synonyms
+        .first()
+        .map(|(_, v, s)| (v.clone(), *s))
+        .unwrap_or_default();
+    Resolved {
+        name: def.name,
+        value,
+        source,
+        synonyms,
+        kind: def.kind,
+        doc: def.doc,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    #[test]
+    fn table_is_sorted_and_defaults_are_valid() {
+        assert!(TOPIC_CONFIGS.windows(2).all(|w| w[0].name < w[1].name));
+        for def in TOPIC_CONFIGS {
+            assert_eq!(validate(def.name, def.default), Ok(()), "{}", def.name);
+        }
+    }
+
+    #[test]
+    fn defaults_agree_with_the_broker_config() {
+        let broker = Config::default();
+        let default = |name: &str| find(name).unwrap().default.parse::<i64>().unwrap();
+        assert_eq!(default("segment.bytes") as u64, broker.log.segment_bytes);
+        assert_eq!(default("segment.ms"), broker.log.segment_ms);
+        assert_eq!(
+            default("index.interval.bytes") as u64,
+            broker.log.index_interval_bytes
+        );
+        assert_eq!(
+            default("segment.index.bytes") as u64,
+            broker.log.max_index_size_bytes
+        );
+        assert_eq!(
+            default("max.message.bytes"),
+            i64::from(broker.message_max_bytes)
+        );
+        assert_eq!(
+            default("message.timestamp.after.max.ms"),
+            broker.log_message_timestamp_after_max_ms
+        );
+    }
+
+    #[test]
+    fn values_are_checked_like_kafka() {
+        assert!(validate("retention.ms", "-1").is_ok());
+        assert!(validate("retention.ms", "-2").is_err());
+        assert!(validate("retention.ms", "soon").is_err());
+        assert!(validate("segment.bytes", "1000").is_err());
+        assert!(validate("cleanup.policy", "compact,delete").is_ok());
+        assert!(validate("cleanup.policy", "shred").is_err());
+        assert!(
+            validate("compression.type", "gzip").is_err(),
+            "sluice stores batches verbatim"
+        );
+        assert!(validate("min.cleanable.dirty.ratio", "1.5").is_err());
+        assert!(validate("no.such.config", "1").is_err());
+    }
+
+    #[test]
+    fn resolution_prefers_topic_then_broker_then_default() {
+        let overrides = BTreeMap::from([("retention.ms".to_string(), "1000".to_string())]);
+        let broker = BTreeMap::from([
+            ("log.retention.hours".to_string(), "2".to_string()),
+            ("log.segment.bytes".to_string(), "2097152".to_string()),
+        ]);
+        let all = resolve_all(&overrides, &broker);
+        let get = |n: &str| all.iter().find(|r| r.name == n).unwrap();
+        assert_eq!(
+            (
+                get("retention.ms").value.as_str(),
+                get("retention.ms").source
+            ),
+            ("1000", source::DYNAMIC_TOPIC_CONFIG)
+        );
+        assert_eq!(
+            get("retention.ms").synonyms[1],
+            (
+                "log.retention.hours".to_string(),
+                "7200000".to_string(),
+                source::STATIC_BROKER_CONFIG
+            )
+        );
+        assert_eq!(
+            (
+                get("segment.bytes").value.as_str(),
+                get("segment.bytes").source
+            ),
+            ("2097152", source::STATIC_BROKER_CONFIG)
+        );
+        assert_eq!(
+            (
+                get("cleanup.policy").value.as_str(),
+                get("cleanup.policy").source
+            ),
+            ("delete", source::DEFAULT_CONFIG)
+        );
+    }
+}

@@ -1,0 +1,539 @@
+//! Topic configs and the admin APIs: DescribeConfigs, AlterConfigs, IncrementalAlterConfigs,
+//! CreatePartitions and DescribeCluster, over real sockets.
+
+mod common;
+
+use common::{Client, TestBroker};
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::incremental_alter_configs_request::{
+    AlterConfigsResource, AlterableConfig,
+};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+
+fn s(text: &str) -> StrBytes {
+    StrBytes::from_string(text.to_string())
+}
+
+async fn create(client: &mut Client, name: &str, partitions: i32, configs: &[(&str, &str)]) -> i16 {
+    let topic = CreatableTopic::default()
+        .with_name(TopicName(s(name)))
+        .with_num_partitions(partitions)
+        .with_replication_factor(-1)
+        .with_configs(
+            configs
+                .iter()
+                .map(|(k, v)| {
+                    CreatableTopicConfig::default()
+                        .with_name(s(k))
+                        .with_value(Some(s(v)))
+                })
+                .collect(),
+        );
+    let response: CreateTopicsResponse = client
+        .call(
+            ApiKey::CreateTopics,
+            7,
+            &CreateTopicsRequest::default().with_topics(vec![topic]),
+        )
+        .await;
+    response.topics[0].error_code
+}
+
+async fn describe(
+    client: &mut Client,
+    resource_type: i8,
+    name: &str,
+) -> describe_configs_response::DescribeConfigsResult {
+    let request = DescribeConfigsRequest::default()
+        .with_resources(vec![DescribeConfigsResource::default()
+            .with_resource_type(resource_type)
+            .with_resource_name(s(name))
+            .with_configuration_keys(None)])
+        .with_include_synonyms(true)
+        .with_include_documentation(true);
+    let mut response: DescribeConfigsResponse =
+        client.call(ApiKey::DescribeConfigs, 4, &request).await;
+    response.results.remove(0)
+}
+
+fn value_and_source(
+    result: &describe_configs_response::DescribeConfigsResult,
+    name: &str,
+) -> (String, i8) {
+    let entry = result
+        .configs
+        .iter()
+        .find(|c| c.name.as_str() == name)
+        .unwrap_or_else(|| panic!("{name} missing"));
+    (
+        entry.value.as_ref().unwrap().to_string(),
+        entry.config_source,
+    )
+}
+
+async fn incremental(
+    client: &mut Client,
+    topic: &str,
+    ops: &[(&str, i8, Option<&str>)],
+) -> (i16, Option<String>) {
+    let resource = AlterConfigsResource::default()
+        .with_resource_type(2)
+        .with_resource_name(s(topic))
+        .with_configs(
+            ops.iter()
+                .map(|(n, op, v)| {
+                    AlterableConfig::default()
+                        .with_name(s(n))
+                        .with_config_operation(*op)
+                        .with_value(v.map(s))
+                })
+                .collect(),
+        );
+    let response: IncrementalAlterConfigsResponse = client
+        .call(
+            ApiKey::IncrementalAlterConfigs,
+            1,
+            &IncrementalAlterConfigsRequest::default().with_resources(vec![resource]),
+        )
+        .await;
+    let r = &response.responses[0];
+    (
+        r.error_code,
+        r.error_message.as_ref().map(|m| m.to_string()),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn describe_and_alter_topic_configs_survive_restart() {
+    let mut broker = TestBroker::start(&[("log.retention.hours", "48")]).await;
+    let mut client = broker.client().await;
+    assert_eq!(
+        create(&mut client, "conf", 1, &[("cleanup.policy", "compact")]).await,
+        0
+    );
+    assert_eq!(
+        create(&mut client, "bad", 1, &[("retention.ms", "-7")]).await,
+        40,
+        "INVALID_CONFIG"
+    );
+
+    let result = describe(&mut client, 2, "conf").await;
+    assert_eq!(result.error_code, 0);
+    assert!(result.configs.len() >= 30, "every topic config is listed");
+    assert_eq!(
+        value_and_source(&result, "cleanup.policy"),
+        ("compact".into(), 1),
+        "topic override"
+    );
+    assert_eq!(
+        value_and_source(&result, "retention.ms"),
+        ("172800000".into(), 4),
+        "from server.properties"
+    );
+    assert_eq!(
+        value_and_source(&result, "segment.bytes"),
+        ("1073741824".into(), 5),
+        "Kafka's default"
+    );
+    let retention = result
+        .configs
+        .iter()
+        .find(|c| c.name.as_str() == "retention.ms")
+        .unwrap();
+    assert_eq!(retention.synonyms[0].name.as_str(), "log.retention.hours");
+    assert_eq!(retention.config_type, 5, "LONG");
+    assert!(retention
+        .documentation
+        .as_ref()
+        .is_some_and(|d| !d.is_empty()));
+
+    assert_eq!(
+        incremental(
+            &mut client,
+            "conf",
+            &[
+                ("retention.ms", 0, Some("60000")),
+                ("cleanup.policy", 2, Some("delete"))
+            ]
+        )
+        .await
+        .0,
+        0
+    );
+    assert_eq!(
+        incremental(&mut client, "conf", &[("retention.ms", 0, Some("banana"))])
+            .await
+            .0,
+        40
+    );
+    assert_eq!(
+        incremental(&mut client, "conf", &[("no.such.config", 0, Some("1"))])
+            .await
+            .0,
+        40
+    );
+    assert_eq!(
+        incremental(&mut client, "conf", &[("retention.ms", 2, Some("5"))])
+            .await
+            .0,
+        40,
+        "APPEND only on lists"
+    );
+    assert_eq!(
+        incremental(&mut client, "missing", &[("retention.ms", 0, Some("1"))])
+            .await
+            .0,
+        3
+    );
+
+    broker.restart().await;
+    let mut client = broker.client().await;
+    let result = describe(&mut client, 2, "conf").await;
+    assert_eq!(
+        value_and_source(&result, "retention.ms"),
+        ("60000".into(), 1),
+        "altered config survives restart"
+    );
+    assert_eq!(
+        value_and_source(&result, "cleanup.policy"),
+        ("compact,delete".into(), 1)
+    );
+
+    assert_eq!(
+        incremental(&mut client, "conf", &[("retention.ms", 1, None)])
+            .await
+            .0,
+        0,
+        "DELETE"
+    );
+    let result = describe(&mut client, 2, "conf").await;
+    assert_eq!(
+        value_and_source(&result, "retention.ms").1,
+        4,
+        "back to the broker's value"
+    );
+
+    // AlterConfigs replaces the whole set.
+    let request = AlterConfigsRequest::default().with_resources(vec![
+        alter_configs_request::AlterConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(s("conf"))
+            .with_configs(vec![alter_configs_request::AlterableConfig::default()
+                .with_name(s("max.message.bytes"))
+                .with_value(Some(s("2000")))]),
+    ]);
+    let response: AlterConfigsResponse = client.call(ApiKey::AlterConfigs, 1, &request).await;
+    assert_eq!(response.responses[0].error_code, 0);
+    let result = describe(&mut client, 2, "conf").await;
+    assert_eq!(
+        value_and_source(&result, "max.message.bytes"),
+        ("2000".into(), 1)
+    );
+    assert_eq!(
+        value_and_source(&result, "cleanup.policy"),
+        ("delete".into(), 5),
+        "unlisted overrides are removed"
+    );
+
+    let unknown = describe(&mut client, 2, "nope").await;
+    assert_eq!(unknown.error_code, 3);
+    let node = describe(&mut client, 4, "1").await;
+    assert_eq!(node.error_code, 0);
+    assert_eq!(value_and_source(&node, "node.id"), ("1".into(), 5));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_partitions_grows_only() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    assert_eq!(create(&mut client, "grow", 2, &[]).await, 0);
+    let request = |count: i32| {
+        CreatePartitionsRequest::default().with_topics(vec![
+            create_partitions_request::CreatePartitionsTopic::default()
+                .with_name(TopicName(s("grow")))
+                .with_count(count),
+        ])
+    };
+    let response: CreatePartitionsResponse =
+        client.call(ApiKey::CreatePartitions, 3, &request(5)).await;
+    assert_eq!(response.results[0].error_code, 0);
+    assert!(broker.dir.path().join("grow-4/partition.metadata").exists());
+    let response: CreatePartitionsResponse =
+        client.call(ApiKey::CreatePartitions, 3, &request(3)).await;
+    assert_eq!(response.results[0].error_code, 37, "INVALID_PARTITIONS");
+    let metadata: MetadataResponse = client
+        .call(
+            ApiKey::Metadata,
+            12,
+            &MetadataRequest::default().with_topics(None),
+        )
+        .await;
+    assert_eq!(metadata.topics[0].partitions.len(), 5);
+
+    let cluster: DescribeClusterResponse = client
+        .call(
+            ApiKey::DescribeCluster,
+            1,
+            &DescribeClusterRequest::default().with_endpoint_type(1),
+        )
+        .await;
+    assert_eq!(cluster.controller_id, BrokerId(1));
+    assert_eq!(cluster.brokers.len(), 1);
+    assert!(!cluster.cluster_id.is_empty());
+}
+
+async fn produce_old(client: &mut Client, topic: &str, count: usize, age_ms: i64) -> i64 {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    let records = common::batch(
+        count,
+        kafka_protocol::records::Compression::None,
+        common::now_ms() - age_ms,
+    );
+    let request = ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(5000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(TopicName(s(topic)))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(0)
+                .with_records(Some(records))])]);
+    let response: ProduceResponse = client.call(ApiKey::Produce, 9, &request).await;
+    let p = &response.responses[0].partition_responses[0];
+    assert_eq!(p.error_code, 0);
+    p.base_offset
+}
+
+async fn earliest(client: &mut Client, topic: &str) -> i64 {
+    let request = ListOffsetsRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_topics(vec![list_offsets_request::ListOffsetsTopic::default()
+            .with_name(TopicName(s(topic)))
+            .with_partitions(vec![
+                list_offsets_request::ListOffsetsPartition::default().with_timestamp(-2),
+            ])]);
+    let response: ListOffsetsResponse = client.call(ApiKey::ListOffsets, 7, &request).await;
+    response.topics[0].partitions[0].offset
+}
+
+async fn fetch_error(client: &mut Client, topic: &str, offset: i64) -> i16 {
+    let request = FetchRequest::default()
+        .with_max_bytes(1 << 20)
+        .with_session_epoch(-1)
+        .with_topics(vec![fetch_request::FetchTopic::default()
+            .with_topic(TopicName(s(topic)))
+            .with_partitions(vec![fetch_request::FetchPartition::default()
+                .with_fetch_offset(offset)
+                .with_partition_max_bytes(1 << 20)])]);
+    let response: FetchResponse = client.call(ApiKey::Fetch, 12, &request).await;
+    response.responses[0].partitions[0].error_code
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_records_moves_the_log_start_offset_for_good() {
+    let mut broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    assert_eq!(create(&mut client, "dr", 1, &[]).await, 0);
+    for _ in 0..3 {
+        produce_old(&mut client, "dr", 5, 0).await;
+    }
+    let request = |offset: i64| {
+        DeleteRecordsRequest::default().with_topics(vec![
+            delete_records_request::DeleteRecordsTopic::default()
+                .with_name(TopicName(s("dr")))
+                .with_partitions(vec![
+                    delete_records_request::DeleteRecordsPartition::default().with_offset(offset),
+                ]),
+        ])
+    };
+    let response: DeleteRecordsResponse = client.call(ApiKey::DeleteRecords, 2, &request(7)).await;
+    assert_eq!(
+        (
+            response.topics[0].partitions[0].error_code,
+            response.topics[0].partitions[0].low_watermark
+        ),
+        (0, 7)
+    );
+    let response: DeleteRecordsResponse = client.call(ApiKey::DeleteRecords, 2, &request(99)).await;
+    assert_eq!(
+        response.topics[0].partitions[0].error_code, 1,
+        "beyond the high watermark: OFFSET_OUT_OF_RANGE"
+    );
+    assert_eq!(
+        fetch_error(&mut client, "dr", 3).await,
+        1,
+        "reads below the log start offset fail"
+    );
+    assert_eq!(fetch_error(&mut client, "dr", 7).await, 0);
+    assert_eq!(earliest(&mut client, "dr").await, 7);
+    broker.restart().await;
+    let mut client = broker.client().await;
+    assert_eq!(
+        earliest(&mut client, "dr").await,
+        7,
+        "the log start offset survives a restart"
+    );
+
+    let dirs: DescribeLogDirsResponse = client
+        .call(
+            ApiKey::DescribeLogDirs,
+            4,
+            &DescribeLogDirsRequest::default().with_topics(None),
+        )
+        .await;
+    let partition = &dirs.results[0].topics[0].partitions[0];
+    assert!(partition.partition_size > 0);
+    assert!(dirs.results[0].total_bytes > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_deletes_old_segments_and_consumers_are_told() {
+    let broker = TestBroker::start(&[
+        ("log.retention.check.interval.ms", "50"),
+        ("log.segment.delete.delay.ms", "0"),
+    ])
+    .await;
+    let mut client = broker.client().await;
+    assert_eq!(
+        create(
+            &mut client,
+            "old",
+            1,
+            &[("retention.ms", "60000"), ("segment.bytes", "1048576")]
+        )
+        .await,
+        0
+    );
+    assert_eq!(
+        create(&mut client, "kept", 1, &[("retention.ms", "-1")]).await,
+        0
+    );
+    for _ in 0..4 {
+        produce_old(&mut client, "old", 10, 7_200_000).await;
+        produce_old(&mut client, "kept", 10, 7_200_000).await;
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while earliest(&mut client, "old").await < 40 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        earliest(&mut client, "old").await,
+        40,
+        "every segment past retention went, the log end offset stayed"
+    );
+    assert_eq!(
+        fetch_error(&mut client, "old", 0).await,
+        1,
+        "OFFSET_OUT_OF_RANGE below the new start"
+    );
+    assert_eq!(
+        earliest(&mut client, "kept").await,
+        0,
+        "retention.ms=-1 keeps everything"
+    );
+    assert_eq!(
+        produce_old(&mut client, "old", 1, 0).await,
+        40,
+        "appends continue at the log end offset"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_append_time_topics_carry_the_broker_time() {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    assert_eq!(
+        create(
+            &mut client,
+            "lat",
+            1,
+            &[("message.timestamp.type", "LogAppendTime")]
+        )
+        .await,
+        0
+    );
+    let before = common::now_ms();
+    // A producer timestamp far outside the CreateTime bounds is fine: the broker restamps it.
+    let records = common::batch(
+        3,
+        kafka_protocol::records::Compression::Lz4,
+        before + 86_400_000,
+    );
+    let request = ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(5000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(TopicName(s("lat")))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(0)
+                .with_records(Some(records))])]);
+    let response: ProduceResponse = client.call(ApiKey::Produce, 9, &request).await;
+    let p = &response.responses[0].partition_responses[0];
+    assert_eq!(p.error_code, 0);
+    let after = common::now_ms();
+    assert!(
+        (before..=after).contains(&p.log_append_time_ms),
+        "{} not in [{before}, {after}]",
+        p.log_append_time_ms
+    );
+
+    let fetch = FetchRequest::default()
+        .with_max_bytes(1 << 20)
+        .with_session_epoch(-1)
+        .with_topics(vec![fetch_request::FetchTopic::default()
+            .with_topic(TopicName(s("lat")))
+            .with_partitions(vec![fetch_request::FetchPartition::default()
+                .with_fetch_offset(0)
+                .with_partition_max_bytes(1 << 20)])]);
+    let response: FetchResponse = client.call(ApiKey::Fetch, 12, &fetch).await;
+    let bytes = response.responses[0].partitions[0].records.clone().unwrap();
+    // Clients read every record's timestamp from the batch's max timestamp when bit 3 is set.
+    let attributes = i16::from_be_bytes([bytes[21], bytes[22]]);
+    let max_timestamp = i64::from_be_bytes(bytes[35..43].try_into().unwrap());
+    assert_eq!(attributes & 0x08, 0x08, "timestamp type LogAppendTime");
+    assert_eq!(max_timestamp, p.log_append_time_ms);
+    let mut records = bytes.clone();
+    let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut records).unwrap();
+    assert_eq!(
+        set.records.len(),
+        3,
+        "the CRC still validates and the records are intact"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_changed_at_runtime_takes_effect() {
+    let broker = TestBroker::start(&[
+        ("log.retention.check.interval.ms", "50"),
+        ("log.segment.delete.delay.ms", "0"),
+    ])
+    .await;
+    let mut client = broker.client().await;
+    assert_eq!(create(&mut client, "later", 1, &[]).await, 0);
+    for _ in 0..3 {
+        produce_old(&mut client, "later", 10, 7_200_000).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(
+        earliest(&mut client, "later").await,
+        0,
+        "7 days' default retention keeps 2-hour-old records"
+    );
+    assert_eq!(
+        incremental(
+            &mut client,
+            "later",
+            &[("retention.ms", 0, Some("3600000"))]
+        )
+        .await
+        .0,
+        0
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while earliest(&mut client, "later").await < 30 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(earliest(&mut client, "later").await, 30);
+}

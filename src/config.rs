@@ -57,6 +57,15 @@ pub struct Config {
     pub log_segment_delete_delay_ms: i64,
     /// `log.cleanup.policy`: `delete`, `compact` or both.
     pub log_cleanup_policy: String,
+    pub group_min_session_timeout_ms: i32,
+    pub group_max_session_timeout_ms: i32,
+    /// How long a new group waits for more members before its first rebalance completes.
+    pub group_initial_rebalance_delay_ms: i64,
+    pub group_max_size: usize,
+    pub offsets_retention_minutes: i64,
+    pub offset_metadata_max_bytes: usize,
+    /// Idempotent producers idle this long are forgotten.
+    pub producer_id_expiration_ms: i64,
     /// The `server.properties` pairs as given (after overrides), for DescribeConfigs: they are
     /// the STATIC_BROKER_CONFIG layer under topic configs.
     pub properties: BTreeMap<String, String>,
@@ -91,6 +100,13 @@ impl Default for Config {
             log_retention_check_interval_ms: 300_000,
             log_segment_delete_delay_ms: 60_000,
             log_cleanup_policy: "delete".into(),
+            group_min_session_timeout_ms: 6_000,
+            group_max_session_timeout_ms: 1_800_000,
+            group_initial_rebalance_delay_ms: 3_000,
+            group_max_size: i32::MAX as usize,
+            offsets_retention_minutes: 10_080,
+            offset_metadata_max_bytes: 4_096,
+            producer_id_expiration_ms: 86_400_000,
             properties: BTreeMap::new(),
         }
     }
@@ -122,6 +138,7 @@ const IGNORED_KAFKA_KEYS: &[&str] = &[
     "socket.receive.buffer.bytes",
     "num.recovery.threads.per.data.dir",
     "offsets.topic.replication.factor",
+    "offsets.topic.num.partitions",
     "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr",
     "share.coordinator.state.topic.replication.factor",
@@ -249,6 +266,25 @@ impl Config {
                 crate::storage::topic_config::validate("cleanup.policy", value)
                     .map_err(|e| ConfigError(format!("{key}: {e}")))?;
                 self.log_cleanup_policy = value.to_string();
+            }
+            "group.min.session.timeout.ms" => {
+                self.group_min_session_timeout_ms = parse_min(key, value, 0)?
+            }
+            "group.max.session.timeout.ms" => {
+                self.group_max_session_timeout_ms = parse_min(key, value, 0)?
+            }
+            "group.initial.rebalance.delay.ms" => {
+                self.group_initial_rebalance_delay_ms = parse_min(key, value, 0)?
+            }
+            "group.max.size" => self.group_max_size = parse_min(key, value, 1)?,
+            "offsets.retention.minutes" => {
+                self.offsets_retention_minutes = parse_min(key, value, 1)?
+            }
+            "offset.metadata.max.bytes" => {
+                self.offset_metadata_max_bytes = parse_min(key, value, 0)?
+            }
+            "producer.id.expiration.ms" => {
+                self.producer_id_expiration_ms = parse_min(key, value, 1)?
             }
             "max.connections" => self.max_connections = parse_min(key, value, 1)?,
             "sluice.max.in.flight.requests.per.connection" => {

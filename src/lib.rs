@@ -16,6 +16,7 @@
 pub mod alloc_guard;
 pub mod api;
 pub mod config;
+pub mod group;
 pub mod log;
 pub mod network;
 pub mod producer;

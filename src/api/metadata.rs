@@ -12,6 +12,7 @@ use uuid::Uuid;
 
 use super::errors::{code, topic_error_code};
 use super::Broker;
+use crate::storage::consumer_offsets::CONSUMER_OFFSETS_TOPIC;
 use crate::storage::{validate_topic_name, Topic, TopicConfigs, TopicError};
 
 /// Every topic operation (READ..ALTER_CONFIGS), for clients that ask; there are no ACLs.
@@ -152,6 +153,7 @@ fn describe(topic: &Topic, node: BrokerId, include_ops: bool) -> MetadataRespons
     let mut described = MetadataResponseTopic::default()
         .with_name(Some(TopicName(StrBytes::from_string(topic.name.clone()))))
         .with_topic_id(topic.id)
+        .with_is_internal(topic.name == CONSUMER_OFFSETS_TOPIC)
         .with_partitions(partitions);
     if include_ops {
         described.topic_authorized_operations = ALL_TOPIC_OPERATIONS;

@@ -13,6 +13,7 @@ mod describe_configs;
 mod describe_log_dirs;
 mod errors;
 mod fetch;
+mod find_coordinator;
 mod init_producer_id;
 mod list_offsets;
 mod metadata;
@@ -27,6 +28,7 @@ use kafka_protocol::protocol::{Encodable, HeaderVersion};
 use tokio::sync::watch;
 
 use crate::config::Config;
+use crate::group::GroupCoordinator;
 use crate::protocol::DecodedRequest;
 use crate::storage::LogManager;
 use crate::time::Clock;
@@ -35,6 +37,7 @@ use crate::time::Clock;
 pub struct Broker {
     pub config: Arc<Config>,
     pub logs: Arc<LogManager>,
+    pub groups: Arc<GroupCoordinator>,
     pub clock: Arc<dyn Clock>,
     pub shutdown: watch::Receiver<bool>,
 }
@@ -50,10 +53,18 @@ pub enum Outcome {
     Close(String),
 }
 
-/// Handles one request; responses of different requests are ordered by the caller.
-pub async fn handle(broker: &Broker, request: DecodedRequest) -> Outcome {
+/// Handles one request from the client at `peer`; responses of different requests are ordered
+/// by the caller.
+pub async fn handle(broker: &Broker, request: DecodedRequest, peer: &str) -> Outcome {
     let correlation_id = request.header.correlation_id;
     let version = request.header.request_api_version;
+    let client_id = request
+        .header
+        .client_id
+        .as_ref()
+        .map(|c| c.to_string())
+        .unwrap_or_default();
+    let groups = &broker.groups;
     match request.body {
         RequestKind::ApiVersions(r) => {
             respond(correlation_id, version, &api_versions::handle(&r, version))
@@ -122,6 +133,56 @@ pub async fn handle(broker: &Broker, request: DecodedRequest) -> Outcome {
             version,
             &describe_log_dirs::handle(broker, r, version),
         ),
+        RequestKind::FindCoordinator(r) => respond(
+            correlation_id,
+            version,
+            &find_coordinator::handle(broker, r, version),
+        ),
+        RequestKind::JoinGroup(r) => {
+            // Kafka reports a member's host as "/<address>".
+            let host = format!("/{}", peer.rsplit_once(':').map(|(h, _)| h).unwrap_or(peer));
+            respond(
+                correlation_id,
+                version,
+                &groups.join_group(r, version, &client_id, &host).await,
+            )
+        }
+        RequestKind::SyncGroup(r) => respond(
+            correlation_id,
+            version,
+            &groups.sync_group(r, version).await,
+        ),
+        RequestKind::Heartbeat(r) => {
+            respond(correlation_id, version, &groups.heartbeat(r, version))
+        }
+        RequestKind::LeaveGroup(r) => {
+            respond(correlation_id, version, &groups.leave_group(r, version))
+        }
+        RequestKind::OffsetCommit(r) => {
+            let logs = &broker.logs;
+            // Kafka checks only that the topic exists, not the partition number.
+            let exists = |topic: &str, _partition: i32| logs.topic(topic).is_some();
+            respond(
+                correlation_id,
+                version,
+                &groups.offset_commit(r, version, &exists),
+            )
+        }
+        RequestKind::OffsetFetch(r) => {
+            respond(correlation_id, version, &groups.offset_fetch(r, version))
+        }
+        RequestKind::ListGroups(r) => {
+            respond(correlation_id, version, &groups.list_groups(r, version))
+        }
+        RequestKind::DescribeGroups(r) => {
+            respond(correlation_id, version, &groups.describe_groups(r, version))
+        }
+        RequestKind::DeleteGroups(r) => {
+            respond(correlation_id, version, &groups.delete_groups(r, version))
+        }
+        RequestKind::OffsetDelete(r) => {
+            respond(correlation_id, version, &groups.offset_delete(r, version))
+        }
         other => Outcome::Close(format!("no handler for {other:?}")),
     }
 }

@@ -12,6 +12,7 @@ use super::errors::{code, partition_error_code, NONE};
 use super::produce_validation::{validate, BatchLimits};
 use super::{respond, Broker, Outcome};
 use crate::producer::SequenceCheck;
+use crate::storage::consumer_offsets::CONSUMER_OFFSETS_TOPIC;
 use crate::storage::{Partition, Topic};
 
 /// The partition leader epoch stamped into stored batches; a single node never changes leader.
@@ -48,6 +49,10 @@ pub async fn handle(
                 .as_ref()
                 .and_then(|t| t.partition(data.index).map(|p| (t, p)));
             match (acks, partition) {
+                // Only the group coordinator writes the offsets topic, as in Kafka.
+                (-1..=1, Some((topic, _))) if topic.name == CONSUMER_OFFSETS_TOPIC => {
+                    response.error_code = code(ResponseError::InvalidTopicException)
+                }
                 (-1..=1, Some((topic, partition))) => {
                     append_one(
                         topic,

@@ -26,6 +26,7 @@ pub async fn serve_connection(
         .unwrap_or_default();
     let _ = stream.set_nodelay(true);
     let (read_half, mut write_half) = stream.into_split();
+    let peer_for_processor = peer.clone();
     let (queue, mut queued) =
         mpsc::channel::<Bytes>(broker.config.max_in_flight_requests_per_connection);
     let max_frame_bytes = broker.config.socket_request_max_bytes;
@@ -53,7 +54,8 @@ pub async fn serve_connection(
     };
     let processor = async {
         while let Some(frame) = queued.recv().await {
-            if let Err(reason) = process(&broker, frame, &mut write_half).await {
+            if let Err(reason) = process(&broker, frame, &mut write_half, &peer_for_processor).await
+            {
                 tracing::info!("closing connection: {reason}");
                 return;
             }
@@ -67,9 +69,14 @@ pub async fn serve_connection(
     }
 }
 
-async fn process(broker: &Broker, frame: Bytes, writer: &mut OwnedWriteHalf) -> Result<(), String> {
+async fn process(
+    broker: &Broker,
+    frame: Bytes,
+    writer: &mut OwnedWriteHalf,
+    peer: &str,
+) -> Result<(), String> {
     let outcome = match decode_request(frame) {
-        Ok(request) => api::handle(broker, request).await,
+        Ok(request) => api::handle(broker, request, peer).await,
         Err(DecodeError::ApiVersionsUnsupported { correlation_id }) => {
             Outcome::Respond(api_versions_fallback(correlation_id))
         }

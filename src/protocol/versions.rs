@@ -31,6 +31,15 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
     api(ApiKey::Fetch, 4, 4, 18),
     api(ApiKey::ListOffsets, 1, 1, 9),
     api(ApiKey::Metadata, 0, 0, 13),
+    api(ApiKey::OffsetCommit, 2, 2, 9),
+    api(ApiKey::OffsetFetch, 1, 1, 9),
+    api(ApiKey::FindCoordinator, 0, 0, 6),
+    api(ApiKey::JoinGroup, 0, 0, 9),
+    api(ApiKey::Heartbeat, 0, 0, 4),
+    api(ApiKey::LeaveGroup, 0, 0, 5),
+    api(ApiKey::SyncGroup, 0, 0, 5),
+    api(ApiKey::DescribeGroups, 0, 0, 6),
+    api(ApiKey::ListGroups, 0, 0, 5),
     api(ApiKey::ApiVersions, 0, 0, 4),
     api(ApiKey::CreateTopics, 2, 2, 7),
     api(ApiKey::DeleteTopics, 1, 1, 6),
@@ -42,6 +51,8 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
     api(ApiKey::CreatePartitions, 0, 0, 3),
     api(ApiKey::IncrementalAlterConfigs, 0, 0, 1),
     api(ApiKey::DescribeCluster, 0, 0, 2),
+    api(ApiKey::DeleteGroups, 0, 0, 2),
+    api(ApiKey::OffsetDelete, 0, 0, 0),
 ];
 
 /// The served version range of an API key, or None when sluice does not implement it.

@@ -13,7 +13,9 @@ use tokio::task::JoinHandle;
 
 use crate::api::Broker;
 use crate::config::Config;
+use crate::group::{GroupConfig, GroupCoordinator};
 use crate::network::serve_listener;
+use crate::storage::consumer_offsets::ConsumerOffsetsStore;
 use crate::storage::LogManager;
 use crate::time::Clock;
 
@@ -48,9 +50,13 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
     let config = Arc::new(config);
     let logs = Arc::new(LogManager::open(config.clone(), clock.now_ms())?);
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let store = Arc::new(ConsumerOffsetsStore::new(logs.clone(), clock.clone()));
+    let groups = GroupCoordinator::new(group_config(&config), clock.clone(), store)
+        .map_err(|e| anyhow::anyhow!("loading committed offsets from __consumer_offsets: {e}"))?;
     let broker = Arc::new(Broker {
         config: config.clone(),
         logs: logs.clone(),
+        groups: groups.clone(),
         clock: clock.clone(),
         shutdown: shutdown_rx.clone(),
     });
@@ -64,7 +70,11 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
             clock,
             shutdown_rx.clone(),
         ));
+        let group_timers = tokio::spawn(group_timers(groups.clone(), shutdown_rx.clone()));
         serve_listener(listener, broker, shutdown_rx, drain_tx).await;
+        // Parked joins and syncs are answered now, so their connections can finish.
+        groups.shutdown();
+        let _ = group_timers.await;
         // Every connection holds a drain sender; recv() returns None once all have finished.
         if tokio::time::timeout(SHUTDOWN_DRAIN_TIMEOUT, drain_rx.recv())
             .await
@@ -84,6 +94,32 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
         shutdown: shutdown_tx,
         task,
     })
+}
+
+/// How often group timers (session, rebalance and join delays) are checked.
+const GROUP_TICK: Duration = Duration::from_millis(100);
+
+/// Drives the group coordinator's timers.
+async fn group_timers(groups: Arc<GroupCoordinator>, mut shutdown: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(GROUP_TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => groups.tick(),
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+fn group_config(config: &Config) -> GroupConfig {
+    GroupConfig {
+        group_min_session_timeout_ms: config.group_min_session_timeout_ms,
+        group_max_session_timeout_ms: config.group_max_session_timeout_ms,
+        group_initial_rebalance_delay_ms: config.group_initial_rebalance_delay_ms,
+        offset_metadata_max_bytes: config.offset_metadata_max_bytes,
+        offsets_retention_ms: config.offsets_retention_minutes.saturating_mul(60_000),
+        group_max_size: config.group_max_size,
+    }
 }
 
 /// Flushes logs whose flush interval passed, writes checkpoints, and enforces retention
@@ -120,7 +156,11 @@ async fn background_tasks(
             }
             _ = retention.tick() => {
                 let (logs, now_ms) = (logs.clone(), clock.now_ms());
-                let _ = tokio::task::spawn_blocking(move || logs.enforce_retention(now_ms)).await;
+                let _ = tokio::task::spawn_blocking(move || {
+                    logs.enforce_retention(now_ms);
+                    logs.expire_producers(now_ms);
+                })
+                .await;
             }
             _ = shutdown.changed() => return,
         }

@@ -6,6 +6,7 @@
 //! It sees batch bytes and offsets, never request types. Appends wake long-polling fetches
 //! through one `Notify`.
 
+pub mod consumer_offsets;
 mod layout;
 pub mod topic_config;
 pub use layout::write_file_durably;
@@ -338,6 +339,17 @@ impl LogManager {
             }
         }
         deleted
+    }
+
+    /// Forgets idempotent producers idle for `producer.id.expiration.ms`.
+    pub fn expire_producers(&self, now_ms: i64) {
+        let expiration_ms = self.config.producer_id_expiration_ms;
+        for partition in self.all_partitions() {
+            let _ = partition.with_state(|state| {
+                state.producers.expire(now_ms, expiration_ms);
+                Ok(())
+            });
+        }
     }
 
     /// Writes the recovery-point and log-start-offset checkpoints (atomically, fsynced).

@@ -1,0 +1,185 @@
+//! The admin side of groups: ListGroups (API 16, v0-5), DescribeGroups (API 15, v0-6) and
+//! DeleteGroups (API 42, v0-2). Every group here is a "classic" group.
+
+use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
+use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
+use kafka_protocol::messages::list_groups_response::ListedGroup;
+use kafka_protocol::messages::{
+    DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
+    GroupId, ListGroupsRequest, ListGroupsResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+
+use super::records;
+use super::state::{ClassicGroup, GroupState};
+use super::{GroupCoordinator, Inner};
+
+/// The group type ListGroups v5 reports; KIP-848 "consumer" groups do not exist here.
+const CLASSIC_GROUP_TYPE: &str = "classic";
+
+impl GroupCoordinator {
+    /// Lists groups, filtered by state (v4+) and type (v5), both case-insensitively as Kafka does.
+    pub fn list_groups(&self, request: ListGroupsRequest, version: i16) -> ListGroupsResponse {
+        let inner = self.lock();
+        if inner.shut_down {
+            return ListGroupsResponse::default()
+                .with_error_code(ResponseError::NotCoordinator.code());
+        }
+        let wanted = |filter: &[StrBytes], value: &str| {
+            filter.is_empty() || filter.iter().any(|f| f.eq_ignore_ascii_case(value))
+        };
+        let mut groups: Vec<&ClassicGroup> = inner
+            .groups
+            .values()
+            .filter(|g| version < 4 || wanted(&request.states_filter, g.state.name()))
+            .filter(|_| version < 5 || wanted(&request.types_filter, CLASSIC_GROUP_TYPE))
+            .collect();
+        groups.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+        let listed = groups
+            .into_iter()
+            .map(|g| {
+                let mut listed = ListedGroup::default()
+                    .with_group_id(group_id(&g.group_id))
+                    .with_protocol_type(StrBytes::from_string(
+                        g.protocol_type.clone().unwrap_or_default(),
+                    ));
+                if version >= 4 {
+                    listed.group_state = StrBytes::from_static_str(g.state.name());
+                }
+                if version >= 5 {
+                    listed.group_type = StrBytes::from_static_str(CLASSIC_GROUP_TYPE);
+                }
+                listed
+            })
+            .collect();
+        ListGroupsResponse::default().with_groups(listed)
+    }
+
+    /// Describes groups. An unknown group (the empty id included, which Kafka accepts for
+    /// compatibility) is reported as Dead: without an error before v6, with GROUP_ID_NOT_FOUND
+    /// from v6 (KIP-1043).
+    pub fn describe_groups(
+        &self,
+        request: DescribeGroupsRequest,
+        version: i16,
+    ) -> DescribeGroupsResponse {
+        let inner = self.lock();
+        let groups = request
+            .groups
+            .iter()
+            .map(|id| describe_group(&inner, id.as_str(), version))
+            .collect();
+        DescribeGroupsResponse::default().with_groups(groups)
+    }
+
+    /// Deletes Empty groups and their offsets, writing tombstones first.
+    pub fn delete_groups(
+        &self,
+        request: DeleteGroupsRequest,
+        _version: i16,
+    ) -> DeleteGroupsResponse {
+        let mut inner = self.lock();
+        let results = request
+            .groups_names
+            .iter()
+            .map(|id| {
+                let error = self.delete_group(&mut inner, id.as_str()).err();
+                DeletableGroupResult::default()
+                    .with_group_id(id.clone())
+                    .with_error_code(error.map_or(0, |e| e.code()))
+            })
+            .collect();
+        DeleteGroupsResponse::default().with_results(results)
+    }
+
+    fn delete_group(&self, inner: &mut Inner, group_id: &str) -> Result<(), ResponseError> {
+        if inner.shut_down {
+            return Err(ResponseError::NotCoordinator);
+        }
+        // An empty group id is accepted, as Kafka does for compatibility; no such group exists.
+        let group = inner
+            .groups
+            .get(group_id)
+            .ok_or(ResponseError::GroupIdNotFound)?;
+        if group.state != GroupState::Empty {
+            return Err(ResponseError::NonEmptyGroup);
+        }
+        let encode_failed = |_| ResponseError::UnknownServerError;
+        let mut batch = Vec::new();
+        for (topic, partitions) in &group.offsets {
+            for partition in partitions.keys() {
+                batch.push((
+                    records::encode_offset_commit_key(group_id, topic, *partition)
+                        .map_err(encode_failed)?,
+                    None,
+                ));
+            }
+        }
+        batch.push((
+            records::encode_group_metadata_key(group_id).map_err(encode_failed)?,
+            None,
+        ));
+        self.append(group_id, batch)?;
+        inner.groups.remove(group_id);
+        tracing::info!(group_id, "deleted group");
+        Ok(())
+    }
+}
+
+fn describe_group(inner: &Inner, id: &str, version: i16) -> DescribedGroup {
+    let described = DescribedGroup::default().with_group_id(group_id(id));
+    if inner.shut_down {
+        return described.with_error_code(ResponseError::NotCoordinator.code());
+    }
+    let Some(group) = inner.groups.get(id) else {
+        let dead = described.with_group_state(StrBytes::from_static_str("Dead"));
+        return if version >= 6 {
+            dead.with_error_code(ResponseError::GroupIdNotFound.code())
+                .with_error_message(Some(StrBytes::from_string(format!(
+                    "Group {id} not found."
+                ))))
+        } else {
+            dead
+        };
+    };
+    // Member metadata is only meaningful for the protocol of a Stable group; Kafka leaves it out
+    // otherwise, along with the protocol name.
+    let stable_protocol = match group.state {
+        GroupState::Stable => group.protocol_name.clone(),
+        _ => None,
+    };
+    let members = group
+        .members
+        .iter()
+        .map(|m| {
+            let metadata = stable_protocol
+                .as_deref()
+                .map(|p| m.metadata(p))
+                .unwrap_or_default();
+            DescribedGroupMember::default()
+                .with_member_id(StrBytes::from_string(m.member_id.clone()))
+                .with_group_instance_id(
+                    m.group_instance_id
+                        .clone()
+                        .filter(|_| version >= 4)
+                        .map(StrBytes::from_string),
+                )
+                .with_client_id(StrBytes::from_string(m.client_id.clone()))
+                .with_client_host(StrBytes::from_string(m.client_host.clone()))
+                .with_member_metadata(metadata)
+                .with_member_assignment(m.assignment.clone())
+        })
+        .collect();
+    described
+        .with_group_state(StrBytes::from_static_str(group.state.name()))
+        .with_protocol_type(StrBytes::from_string(
+            group.protocol_type.clone().unwrap_or_default(),
+        ))
+        .with_protocol_data(StrBytes::from_string(stable_protocol.unwrap_or_default()))
+        .with_members(members)
+}
+
+fn group_id(id: &str) -> GroupId {
+    GroupId(StrBytes::from_string(id.to_string()))
+}

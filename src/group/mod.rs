@@ -1,0 +1,238 @@
+//! The consumer-group coordinator of a single broker: Kafka's classic group protocol (JoinGroup,
+//! SyncGroup, Heartbeat, LeaveGroup, with static membership) and committed offsets (OffsetCommit,
+//! OffsetFetch, OffsetDelete), plus the admin APIs ListGroups, DescribeGroups and DeleteGroups.
+//! It behaves like Kafka 4.x's `GroupMetadataManager`/`OffsetMetadataManager`, error codes included.
+//!
+//! It owns the groups and their offsets in memory and makes offsets durable through an
+//! [`OffsetStore`] in `__consumer_offsets`' record formats (`records.rs`). It deliberately does not
+//! own: the store itself, FindCoordinator (every group lives here), request framing, topic
+//! metadata (the caller says which partitions exist), or the KIP-848 "consumer" protocol. Group
+//! membership is not persisted: after a restart, groups come back Empty with their offsets and
+//! members simply rejoin, which every client handles.
+//!
+//! Layout: `state.rs` one group's bookkeeping; `rebalance.rs` the state machine and its timers;
+//! `join.rs`, `sync.rs` (SyncGroup, Heartbeat), `leave.rs`, `offsets.rs` (OffsetCommit,
+//! OffsetDelete, expiry), `offset_fetch.rs`, `admin.rs` one API family each.
+//!
+//! Concurrency: one mutex guards every group. It is never held across an `.await`: a JoinGroup or
+//! SyncGroup that must wait parks on a oneshot channel that a later request, `tick` or `shutdown`
+//! answers. Store appends do happen under the mutex, so that records reach the store in the same
+//! order as the changes they describe, as in Kafka's single-threaded coordinator shard; an
+//! [`OffsetStore`] must therefore never call back into the coordinator.
+
+mod admin;
+mod join;
+mod leave;
+mod offset_fetch;
+mod offsets;
+mod rebalance;
+pub mod records;
+mod state;
+mod sync;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::Bytes;
+
+use crate::time::Clock;
+use records::RecordKey;
+use state::{ClassicGroup, CommittedOffset, JoinOutcome, SyncOutcome};
+
+/// Kafka's `classicGroupNewMemberJoinTimeoutMs` (fixed at 5 minutes there too): how long a
+/// brand-new member may stay parked in its first JoinGroup before it is dropped (it will retry).
+const NEW_MEMBER_JOIN_TIMEOUT_MS: i64 = 300_000;
+
+/// Kafka's `offsets.retention.check.interval.ms` default: how often expired offsets and empty
+/// groups are looked for.
+const OFFSETS_RETENTION_CHECK_INTERVAL_MS: i64 = 600_000;
+
+/// Group coordinator settings, with Kafka's names and defaults.
+#[derive(Debug, Clone)]
+pub struct GroupConfig {
+    /// `group.min.session.timeout.ms`
+    pub group_min_session_timeout_ms: i32,
+    /// `group.max.session.timeout.ms`
+    pub group_max_session_timeout_ms: i32,
+    /// `group.initial.rebalance.delay.ms`
+    pub group_initial_rebalance_delay_ms: i64,
+    /// `offset.metadata.max.bytes`; like Kafka, compared with the metadata's length in UTF-16 units.
+    pub offset_metadata_max_bytes: usize,
+    /// `offsets.retention.minutes`, in milliseconds.
+    pub offsets_retention_ms: i64,
+    /// `group.max.size`
+    pub group_max_size: usize,
+}
+
+impl Default for GroupConfig {
+    fn default() -> GroupConfig {
+        GroupConfig {
+            group_min_session_timeout_ms: 6_000,
+            group_max_session_timeout_ms: 1_800_000,
+            group_initial_rebalance_delay_ms: 3_000,
+            offset_metadata_max_bytes: 4096,
+            offsets_retention_ms: 10_080 * 60_000,
+            group_max_size: i32::MAX as usize,
+        }
+    }
+}
+
+/// Where committed offsets (and group tombstones) are made durable. sluice implements it with the
+/// internal topic `__consumer_offsets`; records use Kafka's formats (see [`records`]).
+pub trait OffsetStore: Send + Sync {
+    /// Durably appends the records of one group (all to the same __consumer_offsets partition);
+    /// returns only once stored.
+    fn append(&self, group_id: &str, records: Vec<(Bytes, Option<Bytes>)>) -> Result<(), String>;
+    /// Every record ever appended, in order (replayed once at start-up; later records win,
+    /// tombstones delete).
+    fn load(&self) -> Result<Vec<(Bytes, Option<Bytes>)>, String>;
+}
+
+pub struct GroupCoordinator {
+    config: GroupConfig,
+    clock: Arc<dyn Clock>,
+    store: Arc<dyn OffsetStore>,
+    inner: Mutex<Inner>,
+}
+
+pub(crate) struct Inner {
+    groups: HashMap<String, ClassicGroup>,
+    /// A lower bound on every group's `wakeup_ms`: `tick` does nothing before it.
+    wakeup_ms: i64,
+    next_offsets_check_ms: i64,
+    /// Set by `shutdown`; afterwards every request is answered NOT_COORDINATOR.
+    shut_down: bool,
+}
+
+impl Inner {
+    /// Folds a group's earliest timer into the coordinator-wide wake-up time.
+    fn note_wakeup(&mut self, group_id: &str) {
+        if let Some(group) = self.groups.get(group_id) {
+            self.wakeup_ms = self.wakeup_ms.min(group.wakeup_ms);
+        }
+    }
+}
+
+impl GroupCoordinator {
+    /// Builds the coordinator and replays `store.load()`: committed offsets come back, each in an
+    /// Empty group. A record that cannot be decoded fails start-up rather than losing offsets.
+    pub fn new(
+        config: GroupConfig,
+        clock: Arc<dyn Clock>,
+        store: Arc<dyn OffsetStore>,
+    ) -> Result<Arc<GroupCoordinator>, String> {
+        let mut groups = HashMap::new();
+        for (key, value) in store.load()? {
+            replay_record(&mut groups, &key, value.as_deref())?;
+        }
+        // Groups whose offsets were all deleted leave no trace, as after a compaction.
+        groups.retain(|_, group: &mut ClassicGroup| group.has_offsets());
+        tracing::info!(groups = groups.len(), "loaded committed offsets");
+        let now_ms = clock.now_ms();
+        Ok(Arc::new(GroupCoordinator {
+            config,
+            clock,
+            store,
+            inner: Mutex::new(Inner {
+                groups,
+                wakeup_ms: i64::MAX,
+                next_offsets_check_ms: now_ms.saturating_add(OFFSETS_RETENTION_CHECK_INTERVAL_MS),
+                shut_down: false,
+            }),
+        }))
+    }
+
+    /// Drives time: completes join phases (initial delay, rebalance timeout), expires sessions,
+    /// pending members and late syncs, and every `OFFSETS_RETENTION_CHECK_INTERVAL_MS` expires
+    /// offsets and drops empty groups. Costs one comparison when nothing is due.
+    pub fn tick(&self) {
+        let now_ms = self.clock.now_ms();
+        let mut inner = self.lock();
+        if inner.shut_down {
+            return;
+        }
+        if now_ms >= inner.wakeup_ms {
+            rebalance::fire_timers(&mut inner, &self.config, now_ms);
+        }
+        if now_ms >= inner.next_offsets_check_ms {
+            inner.next_offsets_check_ms =
+                now_ms.saturating_add(OFFSETS_RETENTION_CHECK_INTERVAL_MS);
+            self.expire_offsets(&mut inner, now_ms);
+        }
+    }
+
+    /// Broker shutdown: answers every parked JoinGroup and SyncGroup with NOT_COORDINATOR (the
+    /// client looks for the coordinator again), and every later request the same way.
+    pub fn shutdown(&self) {
+        let mut inner = self.lock();
+        inner.shut_down = true;
+        let not_coordinator = kafka_protocol::ResponseError::NotCoordinator;
+        for group in inner.groups.values_mut() {
+            for member in &mut group.members {
+                let member_id = member.member_id.clone();
+                member.complete_join(JoinOutcome::error(not_coordinator, &member_id));
+                member.complete_sync(SyncOutcome::error(not_coordinator));
+            }
+        }
+    }
+
+    /// A panic while the lock was held leaves groups as they were at that point; carrying on
+    /// serves the other groups, which is better than failing every request from then on.
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Applies one stored record to the groups being rebuilt at start-up.
+fn replay_record(
+    groups: &mut HashMap<String, ClassicGroup>,
+    key: &[u8],
+    value: Option<&[u8]>,
+) -> Result<(), String> {
+    match records::decode_key(key)? {
+        RecordKey::OffsetCommit {
+            group_id,
+            topic,
+            partition,
+        } => match value {
+            Some(value) => {
+                let value = records::decode_offset_commit_value(value)?;
+                let group = groups
+                    .entry(group_id.clone())
+                    .or_insert_with(|| ClassicGroup::new(&group_id, None));
+                let committed = CommittedOffset {
+                    offset: value.offset,
+                    leader_epoch: value.leader_epoch,
+                    metadata: value.metadata,
+                    commit_timestamp_ms: value.commit_timestamp_ms,
+                    expire_timestamp_ms: value.expire_timestamp_ms,
+                };
+                group
+                    .offsets
+                    .entry(topic)
+                    .or_default()
+                    .insert(partition, committed);
+            }
+            None => {
+                if let Some(group) = groups.get_mut(&group_id) {
+                    offsets::remove_offset(group, &topic, partition);
+                }
+            }
+        },
+        // Group metadata values carry membership, which is not restored; a tombstone after
+        // DeleteGroups is always preceded by tombstones for the offsets.
+        RecordKey::GroupMetadata { .. } => {}
+        RecordKey::Other { record_type } => {
+            tracing::debug!(
+                record_type,
+                "skipping a __consumer_offsets record of another type"
+            );
+        }
+    }
+    Ok(())
+}

@@ -43,6 +43,8 @@ pub struct Config {
     /// Requests one connection may have read but not yet answered; the socket is not read past it.
     pub max_in_flight_requests_per_connection: usize,
     pub max_connections: usize,
+    /// sluice only: the most partitions one topic may have (each holds open files and maps).
+    pub max_partitions_per_topic: i32,
     pub log_flush_offset_checkpoint_interval_ms: u64,
     pub log_flush_scheduler_interval_ms: u64,
     /// KIP-1030: records stamped further than this in the future are refused.
@@ -91,6 +93,7 @@ impl Default for Config {
             fetch_max_bytes: 57_671_680,
             max_in_flight_requests_per_connection: 16,
             max_connections: 10_000,
+            max_partitions_per_topic: 10_000,
             log_flush_offset_checkpoint_interval_ms: 60_000,
             log_flush_scheduler_interval_ms: 1_000,
             log_message_timestamp_after_max_ms: 3_600_000,
@@ -287,6 +290,9 @@ impl Config {
                 self.producer_id_expiration_ms = parse_min(key, value, 1)?
             }
             "max.connections" => self.max_connections = parse_min(key, value, 1)?,
+            "sluice.max.partitions.per.topic" => {
+                self.max_partitions_per_topic = parse_min(key, value, 1)?
+            }
             "sluice.max.in.flight.requests.per.connection" => {
                 self.max_in_flight_requests_per_connection = parse_min(key, value, 1)?
             }

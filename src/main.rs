@@ -36,6 +36,7 @@ fn main() -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let args = Args::parse();
+    raise_open_file_limit();
     let config = match load_config(&args) {
         Ok(config) => config,
         Err(e) => {
@@ -74,6 +75,25 @@ fn load_config(args: &Args) -> Result<Config, String> {
         pairs.push((key.trim().to_string(), value.trim().to_string()));
     }
     Config::from_pairs(&pairs).map_err(|e| e.to_string())
+}
+
+/// Every partition keeps at least three files open (log and two indexes), so a default soft
+/// limit of 1024 runs out at a few hundred partitions. Raise the soft limit to the hard one.
+fn raise_open_file_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                tracing::warn!("cannot raise the open file limit");
+            }
+        }
+    }
 }
 
 async fn run(config: Config) -> anyhow::Result<()> {

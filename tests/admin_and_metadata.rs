@@ -126,6 +126,7 @@ async fn create_topics_validates_like_kafka() {
         creatable("bad name!", 1, 1),
         bad_config,
         creatable("validated", 4, -1),
+        creatable("enormous", 2_000_000_000, 1),
     ]);
     let mut validate_only = request.clone();
     validate_only.validate_only = true;
@@ -140,7 +141,7 @@ async fn create_topics_validates_like_kafka() {
 
     let response: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 7, &request).await;
     let codes: Vec<i16> = response.topics.iter().map(|t| t.error_code).collect();
-    assert_eq!(codes, vec![0, 38, 37, 17, 40, 0]);
+    assert_eq!(codes, vec![0, 38, 37, 17, 40, 0, 37]);
     assert!(response.topics[1]
         .error_message
         .as_ref()

@@ -115,6 +115,13 @@ fn partition_count(broker: &Broker, topic: &CreatableTopic) -> Result<i32, (i16,
     if topic.assignments.is_empty() {
         return match topic.num_partitions {
             -1 => Ok(broker.config.num_partitions),
+            n if n > broker.config.max_partitions_per_topic => Err((
+                code(ResponseError::InvalidPartitions),
+                format!(
+                    "{n} partitions exceed this broker's sluice.max.partitions.per.topic of {}",
+                    broker.config.max_partitions_per_topic
+                ),
+            )),
             n if n > 0 => Ok(n),
             _ => Err((
                 code(ResponseError::InvalidPartitions),

@@ -166,6 +166,7 @@ impl LogManager {
         now_ms: i64,
     ) -> Result<Arc<Topic>, TopicError> {
         validate_topic_name(name)?;
+        self.check_partition_count(num_partitions)?;
         let mut topics = self.topics.write().unwrap_or_else(|e| e.into_inner());
         if topics.contains_key(name) {
             return Err(TopicError::AlreadyExists);
@@ -201,6 +202,7 @@ impl LogManager {
             };
             return Err(TopicError::InvalidPartitions(message));
         }
+        self.check_partition_count(count)?;
         if validate_only {
             return Ok(());
         }
@@ -235,6 +237,16 @@ impl LogManager {
         topic.set_settings(settings);
         self.persist_topic_configs(&topics)?;
         tracing::info!(topic = name, "altered topic configs");
+        Ok(())
+    }
+
+    fn check_partition_count(&self, count: i32) -> Result<(), TopicError> {
+        let max = self.config.max_partitions_per_topic;
+        if count > max {
+            return Err(TopicError::InvalidPartitions(format!(
+                "{count} partitions exceed this broker's sluice.max.partitions.per.topic of {max}"
+            )));
+        }
         Ok(())
     }
 

@@ -305,6 +305,20 @@ async fn produce_validation_answers_with_kafkas_error_codes() {
         "zstd before v7"
     );
 
+    // A compressed batch that claims 2^31-1 records (CRC recomputed, so only the count lies).
+    let mut lying = batch(10, Compression::Zstd, now_ms()).to_vec();
+    lying[23..27].copy_from_slice(&(i32::MAX - 1).to_be_bytes());
+    lying[57..61].copy_from_slice(&i32::MAX.to_be_bytes());
+    let crc = crc32c::crc32c(&lying[21..]);
+    lying[17..21].copy_from_slice(&crc.to_be_bytes());
+    assert_eq!(
+        produce(&mut client, 9, "v", 0, lying.into())
+            .await
+            .error_code,
+        2,
+        "CORRUPT_MESSAGE"
+    );
+
     // None of the refused batches was stored.
     let ok = produce(&mut client, 9, "v", 0, good).await;
     assert_eq!((ok.error_code, ok.base_offset), (0, 0));

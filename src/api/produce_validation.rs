@@ -1,11 +1,12 @@
 //! The checks Kafka's `LogValidator` makes on a produced batch before it is appended (digest
-//! §1.5), in Kafka's order and with Kafka's error codes. Uncompressed batches have their
-//! records walked (framing, offset deltas, timestamps); compressed batches are checked from the
-//! header only, so the hot path never decompresses.
+//! §1.5), in Kafka's order and with Kafka's error codes. Every batch has its records walked
+//! (framing, count, offset deltas, timestamps), compressed ones through a streaming, bounded
+//! decompressor that keeps nothing: the batch is still stored exactly as it arrived.
 
 use kafka_protocol::ResponseError;
 
 use crate::log::batch::{crc_is_valid, BatchHeader, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD};
+use crate::protocol::record_walk::{walk_records, WalkError};
 
 /// What a batch is checked against.
 pub struct BatchLimits {
@@ -102,12 +103,46 @@ pub fn validate(records: &[u8], limits: &BatchLimits) -> Result<BatchHeader, Ref
     }
     check_header_fields(&header)?;
     check_timestamp(header.max_timestamp, limits)?;
-    if header.compression() == 0 {
-        walk_records(&records[RECORD_BATCH_OVERHEAD..], &header, limits)?;
-    } else {
-        check_timestamp(header.base_timestamp, limits)?;
-    }
+    check_records(&records[RECORD_BATCH_OVERHEAD..], &header, limits)?;
     Ok(header)
+}
+
+/// How far a batch may decompress, in multiples of `max.message.bytes`: generous for real
+/// data, and a bound on the CPU a decompression bomb can cost.
+const DECOMPRESSION_FACTOR: u64 = 64;
+
+/// Walks every record: exactly `records_count` of them, offset deltas 0..n-1, timestamps in
+/// bounds, nothing left over.
+fn check_records(body: &[u8], header: &BatchHeader, limits: &BatchLimits) -> Result<(), Refused> {
+    let max_bytes = DECOMPRESSION_FACTOR
+        * u64::try_from(limits.max_message_bytes.max(1 << 20)).unwrap_or(1 << 20);
+    let mut bad_timestamp = None;
+    let walked = walk_records(
+        header.compression(),
+        body,
+        header.records_count,
+        max_bytes,
+        |_, timestamp_delta| {
+            if header.base_timestamp != -1 && bad_timestamp.is_none() {
+                if let Err(refused) = check_timestamp(
+                    header.base_timestamp.saturating_add(timestamp_delta),
+                    limits,
+                ) {
+                    bad_timestamp = Some(refused);
+                }
+            }
+            Ok(())
+        },
+    );
+    match walked {
+        Ok(()) => bad_timestamp.map_or(Ok(()), Err),
+        Err(WalkError::Corrupt(m)) => Err(refuse(ResponseError::CorruptMessage, m)),
+        Err(WalkError::Invalid(m)) => Err(refuse(ResponseError::InvalidRecord, m)),
+        Err(WalkError::TooLarge) => Err(refuse(
+            ResponseError::InvalidRecord,
+            format!("batch decompresses to more than {max_bytes} bytes"),
+        )),
+    }
 }
 
 fn check_header_fields(header: &BatchHeader) -> Result<(), Refused> {
@@ -166,81 +201,4 @@ fn check_timestamp(timestamp_ms: i64, limits: &BatchLimits) -> Result<(), Refuse
         ));
     }
     Ok(())
-}
-
-/// Walks the records of an uncompressed batch: each record's length must lie inside the batch,
-/// offset deltas must run 0..n-1, timestamps must be in bounds, and no bytes may be left over.
-fn walk_records(
-    mut body: &[u8],
-    header: &BatchHeader,
-    limits: &BatchLimits,
-) -> Result<(), Refused> {
-    let corrupt = |m: &str| refuse(ResponseError::CorruptMessage, m.to_string());
-    for expected_delta in 0..header.records_count {
-        let length = read_varint(&mut body).ok_or_else(|| corrupt("truncated record length"))?;
-        let length = usize::try_from(length).map_err(|_| corrupt("negative record length"))?;
-        if length > body.len() {
-            return Err(corrupt("record runs past the batch"));
-        }
-        let (mut record, rest) = body.split_at(length);
-        body = rest;
-        if record.is_empty() {
-            return Err(corrupt("empty record"));
-        }
-        record = &record[1..]; // attributes, unused
-        let timestamp_delta =
-            read_varint(&mut record).ok_or_else(|| corrupt("truncated timestamp delta"))?;
-        let offset_delta =
-            read_varint(&mut record).ok_or_else(|| corrupt("truncated offset delta"))?;
-        if offset_delta != i64::from(expected_delta) {
-            return Err(refuse(
-                ResponseError::InvalidRecord,
-                "record offset deltas are not consecutive",
-            ));
-        }
-        if header.base_timestamp != -1 {
-            check_timestamp(
-                header.base_timestamp.saturating_add(timestamp_delta),
-                limits,
-            )?;
-        }
-    }
-    if !body.is_empty() {
-        return Err(refuse(
-            ResponseError::InvalidRecord,
-            "bytes left over after the batch's records",
-        ));
-    }
-    Ok(())
-}
-
-/// A zig-zag varint (up to 64 bits), as in Kafka's record format.
-fn read_varint(buf: &mut &[u8]) -> Option<i64> {
-    let mut raw: u64 = 0;
-    for shift in (0..64).step_by(7) {
-        let (&byte, rest) = buf.split_first()?;
-        *buf = rest;
-        raw |= u64::from(byte & 0x7f) << shift;
-        if byte & 0x80 == 0 {
-            return Some((raw >> 1) as i64 ^ -((raw & 1) as i64));
-        }
-    }
-    None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn varints_decode_zig_zag() {
-        let mut b: &[u8] = &[0x00, 0x01, 0x02, 0x7f, 0xac, 0x02];
-        assert_eq!(read_varint(&mut b), Some(0));
-        assert_eq!(read_varint(&mut b), Some(-1));
-        assert_eq!(read_varint(&mut b), Some(1));
-        assert_eq!(read_varint(&mut b), Some(-64));
-        assert_eq!(read_varint(&mut b), Some(150));
-        let mut endless: &[u8] = &[0xff; 12];
-        assert_eq!(read_varint(&mut endless), None);
-    }
 }

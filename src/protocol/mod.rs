@@ -3,6 +3,7 @@
 //! no I/O and no broker state. Record batches pass through untouched as `Bytes`.
 
 mod codec;
+pub mod record_walk;
 mod versions;
 
 pub use codec::{

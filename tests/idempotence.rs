@@ -154,3 +154,43 @@ async fn retries_are_deduplicated_and_gaps_refused_across_restarts() {
         "clean shutdown wrote a producer snapshot"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_roll_writes_a_producer_snapshot_named_by_the_new_segment() {
+    let broker = TestBroker::start(&[("log.segment.bytes", "1048576")]).await;
+    let mut client = broker.client().await;
+    let metadata = MetadataRequest::default()
+        .with_topics(Some(vec![metadata_request::MetadataRequestTopic::default(
+        )
+        .with_name(Some(TopicName(StrBytes::from_static_str("idem"))))]))
+        .with_allow_auto_topic_creation(true);
+    let _: MetadataResponse = client.call(ApiKey::Metadata, 12, &metadata).await;
+    let pid = init_producer_id(&mut client).await;
+    // Batches of 200 small records are about 4 KiB each, so 400 of them roll at 1 MiB.
+    for i in 0..400 {
+        assert_eq!(
+            produce(&mut client, idempotent_batch(pid, 0, i * 200, 200))
+                .await
+                .0,
+            0
+        );
+    }
+    let dir = broker.dir.path().join("idem-0");
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let segments: Vec<&String> = names
+        .iter()
+        .filter(|n| n.ends_with(".log") && !n.starts_with("00000000000000000000"))
+        .collect();
+    assert!(!segments.is_empty(), "the log rolled: {names:?}");
+    for segment in segments {
+        let snapshot = segment.replace(".log", ".snapshot");
+        assert!(
+            names.contains(&snapshot),
+            "{snapshot} missing among {names:?}"
+        );
+    }
+}

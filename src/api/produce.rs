@@ -11,9 +11,9 @@ use kafka_protocol::ResponseError;
 use super::errors::{code, partition_error_code, NONE};
 use super::produce_validation::{validate, BatchLimits};
 use super::{respond, Broker, Outcome};
-use crate::producer::SequenceCheck;
+use crate::producer::{snapshot, SequenceCheck};
 use crate::storage::consumer_offsets::CONSUMER_OFFSETS_TOPIC;
-use crate::storage::{Partition, Topic};
+use crate::storage::{Partition, PartitionState, Topic};
 
 /// The partition leader epoch stamped into stored batches; a single node never changes leader.
 const LEADER_EPOCH: i32 = 0;
@@ -95,6 +95,16 @@ pub async fn handle(
     )
 }
 
+fn snapshot_at_roll(dir: &std::path::Path, state: &PartitionState) {
+    let entries: Vec<_> = state.producers.entries().collect();
+    let offset = state.log.active_segment_base_offset();
+    if let Err(e) = snapshot::write(dir, offset, &entries) {
+        // Recovery rebuilds producer state from the log without it; only restart time suffers.
+        tracing::warn!(dir = %dir.display(), offset, "producer snapshot at roll failed: {e}");
+    }
+    snapshot::prune(dir, 2);
+}
+
 async fn append_one(
     topic: &Topic,
     partition: &std::sync::Arc<Partition>,
@@ -145,12 +155,18 @@ async fn append_one(
                 // cache keeps no append time, so a duplicate on a LogAppendTime topic gets -1.
                 Ok(SequenceCheck::Duplicate { base_offset }) => Ok((base_offset, -1)),
                 Ok(SequenceCheck::Append) => {
+                    let segment_before = state.log.active_segment_base_offset();
                     let info = state.log.append(
                         &mut batch,
                         LEADER_EPOCH,
                         now_ms,
                         settings.log_append_time,
                     )?;
+                    if state.log.active_segment_base_offset() != segment_before {
+                        // Kafka snapshots producer state at every roll, named by the new base
+                        // offset and taken before this batch, the first one above it.
+                        snapshot_at_roll(&partition.dir, state);
+                    }
                     state.producers.update(&header, info.base_offset);
                     Ok((info.base_offset, info.log_append_time_ms))
                 }

@@ -387,6 +387,11 @@ impl PartitionLog {
         self.log_end_offset
     }
 
+    /// The base offset of the segment appends go to; it changes exactly when a roll happens.
+    pub fn active_segment_base_offset(&self) -> i64 {
+        self.active.base_offset()
+    }
+
     /// Applies changed topic configs at once. Size and time limits govern the next roll and
     /// flush; index sizes apply to segments created from now on.
     pub fn set_config(&mut self, config: LogConfig) {

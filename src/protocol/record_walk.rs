@@ -296,16 +296,10 @@ mod tests {
 
     fn walk(batch: &[u8], count: i32, max: u64) -> Result<Vec<(i32, i64)>, WalkError> {
         let mut seen = Vec::new();
-        walk_records(
-            batch[21 + 1] & 0x07,
-            &batch[61..],
-            count,
-            max,
-            |o, t| {
-                seen.push((o, t));
-                Ok(())
-            },
-        )?;
+        walk_records(batch[21 + 1] & 0x07, &batch[61..], count, max, |o, t| {
+            seen.push((o, t));
+            Ok(())
+        })?;
         Ok(seen)
     }
 

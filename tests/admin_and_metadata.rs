@@ -82,6 +82,31 @@ async fn metadata_auto_creates_and_topic_ids_survive_restart() {
         all.topics[0].topic_id, id,
         "topic id is stable across restarts"
     );
+    // By topic id, with the empty (not null) name the Java admin client sends.
+    let by_id = MetadataRequest::default().with_topics(Some(vec![MetadataRequestTopic::default()
+        .with_name(Some(name("")))
+        .with_topic_id(id)]));
+    let response: MetadataResponse = client.call(ApiKey::Metadata, 12, &by_id).await;
+    assert_eq!(
+        (
+            response.topics[0].error_code,
+            response.topics[0].name.as_ref().map(|n| n.to_string())
+        ),
+        (0, Some("auto".to_string()))
+    );
+    let unknown =
+        MetadataRequest::default().with_topics(Some(vec![MetadataRequestTopic::default()
+            .with_name(Some(name("")))
+            .with_topic_id(uuid::Uuid::new_v4())]));
+    let response: MetadataResponse = client.call(ApiKey::Metadata, 12, &unknown).await;
+    assert_eq!(
+        (
+            response.topics[0].error_code,
+            response.topics[0].name.is_none()
+        ),
+        (100, true),
+        "UNKNOWN_TOPIC_ID"
+    );
     // v0 with an empty list means every topic.
     let v0: MetadataResponse = client
         .call(

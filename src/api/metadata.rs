@@ -40,6 +40,9 @@ pub fn handle(broker: &Broker, request: MetadataRequest, version: i16) -> Metada
         Some(list) => list
             .into_iter()
             .map(|t| match (t.name, t.topic_id) {
+                // As Kafka does: a non-zero topic id wins over the name, which clients
+                // looking up by id leave empty rather than null.
+                (_, id) if !id.is_nil() => describe_by_id(broker, id),
                 (Some(name), _) => describe_by_name(broker, name.as_str(), allow_create),
                 (None, id) => describe_by_id(broker, id),
             })

@@ -16,3 +16,5 @@ step "cargo build --release"
 cargo build --release
 step "real clients and Kafka's tools against target/release/sluice"
 bash compat-tests/run-core.sh "$PWD/target/release/sluice"
+step "Java client 4.x and Kafka's CLI tools against target/release/sluice"
+bash compat-tests/java/run.sh "$PWD/target/release/sluice"

@@ -68,6 +68,21 @@ pub struct Config {
     pub offset_metadata_max_bytes: usize,
     /// Idempotent producers idle this long are forgotten.
     pub producer_id_expiration_ms: i64,
+    /// `quota.window.num`: how many samples a client quota's rate is measured over.
+    pub quota_window_num: usize,
+    /// `quota.window.size.seconds`: the span of one sample.
+    pub quota_window_size_seconds: u32,
+    /// sluice only (`sluice.quota.producer.default`; Kafka removed its static quota keys in
+    /// 3.0): `producer_byte_rate` for client ids that no configured quota covers.
+    pub quota_producer_default_bytes_per_second: Option<f64>,
+    /// sluice only (`sluice.quota.consumer.default`): the same for `consumer_byte_rate`.
+    pub quota_consumer_default_bytes_per_second: Option<f64>,
+    /// sluice only (`sluice.quota.request.percentage.default`): the same for
+    /// `request_percentage`.
+    pub quota_request_default_percentage: Option<f64>,
+    /// `queued.max.request.bytes`: bytes of requests read but not yet answered, broker-wide;
+    /// sockets are not read past it. 0 or less: unbounded (Kafka's default, -1).
+    pub queued_max_request_bytes: i64,
     /// The `server.properties` pairs as given (after overrides), for DescribeConfigs: they are
     /// the STATIC_BROKER_CONFIG layer under topic configs.
     pub properties: BTreeMap<String, String>,
@@ -110,6 +125,13 @@ impl Default for Config {
             offsets_retention_minutes: 10_080,
             offset_metadata_max_bytes: 4_096,
             producer_id_expiration_ms: 86_400_000,
+            quota_window_num: 11,
+            quota_window_size_seconds: 1,
+            quota_producer_default_bytes_per_second: None,
+            quota_consumer_default_bytes_per_second: None,
+            quota_request_default_percentage: None,
+            // sluice bounds request memory by default; Kafka's default is -1 (unbounded).
+            queued_max_request_bytes: 104_857_600,
             properties: BTreeMap::new(),
         }
     }
@@ -182,6 +204,14 @@ impl Config {
                     tracing::warn!(key, "ignoring unknown setting");
                 }
             }
+        }
+        if config.queued_max_request_bytes > 0
+            && (config.queued_max_request_bytes as u64) < config.socket_request_max_bytes as u64
+        {
+            // Kafka's own check: one largest request must always fit.
+            return Err(ConfigError(
+                "queued.max.request.bytes must be at least socket.request.max.bytes".into(),
+            ));
         }
         if !advertised_set {
             config.advertised_listener = config.listener.clone();
@@ -290,6 +320,24 @@ impl Config {
                 self.producer_id_expiration_ms = parse_min(key, value, 1)?
             }
             "max.connections" => self.max_connections = parse_min(key, value, 1)?,
+            "quota.window.num" => self.quota_window_num = parse_min(key, value, 1)?,
+            "quota.window.size.seconds" => {
+                self.quota_window_size_seconds = parse_min(key, value, 1)?
+            }
+            "sluice.quota.producer.default" => {
+                self.quota_producer_default_bytes_per_second = Some(byte_rate(key, value)?)
+            }
+            "sluice.quota.consumer.default" => {
+                self.quota_consumer_default_bytes_per_second = Some(byte_rate(key, value)?)
+            }
+            "sluice.quota.request.percentage.default" => {
+                let percentage: f64 = parse(key, value)?;
+                if !(percentage.is_finite() && percentage > 0.0) {
+                    return Err(ConfigError(format!("{key}: must be a number above 0")));
+                }
+                self.quota_request_default_percentage = Some(percentage);
+            }
+            "queued.max.request.bytes" => self.queued_max_request_bytes = parse(key, value)?,
             "sluice.max.partitions.per.topic" => {
                 self.max_partitions_per_topic = parse_min(key, value, 1)?
             }
@@ -382,6 +430,17 @@ pub fn describe_broker_configs(config: &Config) -> Vec<(&'static str, String, bo
         ("node.id", config.node_id.to_string(), Int),
         ("num.partitions", config.num_partitions.to_string(), Int),
         (
+            "queued.max.request.bytes",
+            config.queued_max_request_bytes.to_string(),
+            Long,
+        ),
+        ("quota.window.num", config.quota_window_num.to_string(), Int),
+        (
+            "quota.window.size.seconds",
+            config.quota_window_size_seconds.to_string(),
+            Int,
+        ),
+        (
             "socket.request.max.bytes",
             config.socket_request_max_bytes.to_string(),
             Int,
@@ -427,6 +486,12 @@ fn parse_min<T: std::str::FromStr + PartialOrd + fmt::Display>(
         )));
     }
     Ok(parsed)
+}
+
+/// A quota in bytes per second: a whole number of at least 1, as Kafka's LONG quota keys.
+fn byte_rate(key: &str, value: &str) -> Result<f64, ConfigError> {
+    let bytes_per_second: u64 = parse_min(key, value, 1)?;
+    Ok(bytes_per_second as f64)
 }
 
 /// A retention time in `unit_ms` units; -1 (forever) stays -1.

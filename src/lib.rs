@@ -7,6 +7,7 @@
 //! network  sockets, frames, bounded read-ahead, responses in request order
 //! protocol bytes ⇄ typed messages (kafka-protocol), the supported-versions table
 //! api      one file per Kafka API: request → response
+//! quota    client quotas: rates → throttle time (the connection mutes the client)
 //! storage  the log directory: topics, partition directories, checkpoints
 //! log      one partition: segments, offset and time indexes, recovery
 //! ```
@@ -21,6 +22,7 @@ pub mod log;
 pub mod network;
 pub mod producer;
 pub mod protocol;
+pub mod quota;
 pub mod server;
 pub mod storage;
 pub mod time;

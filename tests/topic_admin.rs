@@ -237,6 +237,35 @@ async fn describe_and_alter_topic_configs_survive_restart() {
         "unlisted overrides are removed"
     );
 
+    // acks=all with min.insync.replicas=2 on a one-broker cluster: NOT_ENOUGH_REPLICAS.
+    assert_eq!(
+        incremental(
+            &mut client,
+            "conf",
+            &[("min.insync.replicas", 0, Some("2"))]
+        )
+        .await
+        .0,
+        0
+    );
+    let records = common::batch(
+        1,
+        kafka_protocol::records::Compression::None,
+        common::now_ms(),
+    );
+    let request = ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(1000)
+        .with_topic_data(vec![produce_request::TopicProduceData::default()
+            .with_name(TopicName(s("conf")))
+            .with_partition_data(vec![
+                produce_request::PartitionProduceData::default()
+                    .with_index(0)
+                    .with_records(Some(records)),
+            ])]);
+    let response: ProduceResponse = client.call(ApiKey::Produce, 9, &request).await;
+    assert_eq!(response.responses[0].partition_responses[0].error_code, 19);
+
     let unknown = describe(&mut client, 2, "nope").await;
     assert_eq!(unknown.error_code, 3);
     let node = describe(&mut client, 4, "1").await;

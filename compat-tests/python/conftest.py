@@ -57,7 +57,9 @@ def _new_broker(root, overrides=None):
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory, request):
-    b = _new_broker(tmp_path_factory.mktemp(request.module.__name__.replace(".", "_")))
+    """A test module may set BROKER_OVERRIDES = {key: value} for its shared broker."""
+    b = _new_broker(tmp_path_factory.mktemp(request.module.__name__.replace(".", "_")),
+                    getattr(request.module, "BROKER_OVERRIDES", None))
     yield b
     if b.controllable:
         alive = b.is_running()

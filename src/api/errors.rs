@@ -37,3 +37,13 @@ pub fn topic_error_code(e: &TopicError) -> i16 {
         TopicError::Storage(_) => code(ResponseError::KafkaStorageError),
     }
 }
+
+pub fn quota_error_code(e: &crate::quota::QuotaError) -> i16 {
+    use crate::quota::QuotaError;
+    match e {
+        QuotaError::InvalidRequest(_) => code(ResponseError::InvalidRequest),
+        // Kafka's answer to an entity type it does not know in a describe filter.
+        QuotaError::UnsupportedEntityType(_) => code(ResponseError::UnsupportedVersion),
+        QuotaError::Storage(_) => code(ResponseError::UnknownServerError),
+    }
+}

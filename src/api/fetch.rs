@@ -6,25 +6,45 @@
 //! the first whole batch is returned even past the byte limits (KIP-74). When fewer than
 //! `min_bytes` are ready the request parks until an append wakes it, `max_wait_ms` passes, or the
 //! broker shuts down.
+//!
+//! Quotas (Kafka's order): `max_bytes` is first capped so that one response cannot force a
+//! throttle on its own; the finished response is then charged to the client's
+//! `request_percentage` (time spent reading, not parked) and `consumer_byte_rate` (its size).
+//! When either is violated, the data is dropped and its bytes taken back: the client gets an
+//! empty response with the throttle time (KIP-219), and its connection is muted.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kafka_protocol::messages::fetch_request::FetchTopic;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
+use kafka_protocol::protocol::Encodable;
 use kafka_protocol::ResponseError;
 
 use super::errors::{code, partition_error_code, NONE};
 use super::Broker;
 
-pub async fn handle(broker: &Broker, request: FetchRequest, version: i16) -> FetchResponse {
+/// Answers a fetch from `client_id`; returns the response and the client's throttle time.
+pub async fn handle(
+    broker: &Broker,
+    request: FetchRequest,
+    version: i16,
+    client_id: &str,
+) -> (FetchResponse, i32) {
+    let started = Instant::now();
+    let mut parked = Duration::ZERO;
     if version >= 7 && request.session_id != 0 && request.session_epoch > 0 {
-        return FetchResponse::default()
-            .with_error_code(code(ResponseError::FetchSessionIdNotFound));
+        let response =
+            FetchResponse::default().with_error_code(code(ResponseError::FetchSessionIdNotFound));
+        return (response, 0);
     }
-    let max_bytes =
-        usize::try_from(request.max_bytes.clamp(0, broker.config.fetch_max_bytes)).unwrap_or(0);
+    let quota_max_bytes = broker.quotas.fetch_max_bytes(client_id);
+    let max_bytes = request
+        .max_bytes
+        .min(broker.config.fetch_max_bytes)
+        .min(quota_max_bytes);
+    let max_bytes = usize::try_from(max_bytes).unwrap_or(0);
     let min_bytes = usize::try_from(request.min_bytes.max(0))
         .unwrap_or(0)
         .min(max_bytes);
@@ -40,14 +60,42 @@ pub async fn handle(broker: &Broker, request: FetchRequest, version: i16) -> Fet
         let done =
             bytes >= min_bytes || any_error || request.max_wait_ms <= 0 || *shutdown.borrow();
         if done || tokio::time::Instant::now() >= deadline {
-            return FetchResponse::default().with_responses(responses);
+            let response = FetchResponse::default().with_responses(responses);
+            let busy = started.elapsed().saturating_sub(parked);
+            return charge(broker, response, version, client_id, busy);
         }
+        let parked_at = Instant::now();
         tokio::select! {
             _ = appended => {}
             _ = tokio::time::sleep_until(deadline) => {}
             _ = shutdown.changed() => {}
         }
+        parked += parked_at.elapsed();
     }
+}
+
+/// Charges a finished response to the client's quotas; a throttled client gets an empty
+/// response instead, and the bytes it would have been charged are taken back.
+fn charge(
+    broker: &Broker,
+    response: FetchResponse,
+    version: i16,
+    client_id: &str,
+    busy: Duration,
+) -> (FetchResponse, i32) {
+    let quotas = &broker.quotas;
+    let now_ms = broker.clock.now_ms();
+    // Kafka counts the size prefix and the body.
+    let response_bytes = 4 + response.compute_size(version).unwrap_or(0);
+    let request_throttle_ms = quotas.record_request_time(client_id, busy, now_ms);
+    let bandwidth_throttle_ms = quotas.record_fetch(client_id, response_bytes, now_ms);
+    let throttle_ms = request_throttle_ms.max(bandwidth_throttle_ms);
+    if throttle_ms == 0 {
+        return (response, 0);
+    }
+    quotas.unrecord_fetch(client_id, response_bytes, now_ms);
+    let empty = FetchResponse::default().with_throttle_time_ms(throttle_ms);
+    (empty, throttle_ms)
 }
 
 /// Reads every requested partition in order; returns the responses, the record bytes and whether

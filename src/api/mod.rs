@@ -2,12 +2,14 @@
 //! shared state. This module dispatches by API key and frames the response. Handlers own no
 //! persistent state; everything durable lives in `storage`/`log`.
 
+mod alter_client_quotas;
 mod alter_configs;
 mod api_versions;
 mod create_partitions;
 mod create_topics;
 mod delete_records;
 mod delete_topics;
+mod describe_client_quotas;
 mod describe_cluster;
 mod describe_configs;
 mod describe_log_dirs;
@@ -23,13 +25,14 @@ mod produce_validation;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use kafka_protocol::messages::RequestKind;
+use kafka_protocol::messages::{ApiKey, RequestKind};
 use kafka_protocol::protocol::{Encodable, HeaderVersion};
-use tokio::sync::watch;
+use tokio::sync::{watch, Semaphore};
 
 use crate::config::Config;
 use crate::group::GroupCoordinator;
 use crate::protocol::DecodedRequest;
+use crate::quota::QuotaManager;
 use crate::storage::LogManager;
 use crate::time::Clock;
 
@@ -40,6 +43,11 @@ pub struct Broker {
     pub groups: Arc<GroupCoordinator>,
     pub clock: Arc<dyn Clock>,
     pub shutdown: watch::Receiver<bool>,
+    /// Client quotas: every request is charged here and may come back with a throttle time.
+    pub quotas: Arc<QuotaManager>,
+    /// Byte permits for requests read but not yet answered (`queued.max.request.bytes`), shared
+    /// by every connection; None when unbounded.
+    pub request_memory: Option<Arc<Semaphore>>,
 }
 
 /// What the connection does after a request.
@@ -51,19 +59,58 @@ pub enum Outcome {
     NoResponse,
     /// Close the connection, as Kafka does (e.g. a failed acks=0 produce).
     Close(String),
+    /// A quota was violated: write the response, if any (an acks=0 produce has none), then mute
+    /// the connection for `throttle_ms`: neither read nor process its requests (KIP-219).
+    Throttle {
+        response: Option<Bytes>,
+        throttle_ms: i32,
+    },
 }
 
-/// Handles one request from the client at `peer`; responses of different requests are ordered
-/// by the caller.
-pub async fn handle(broker: &Broker, request: DecodedRequest, peer: &str) -> Outcome {
-    let correlation_id = request.header.correlation_id;
-    let version = request.header.request_api_version;
+/// Handles one request of `request_bytes` (header and body) from the client at `peer`;
+/// responses of different requests are ordered by the caller.
+///
+/// Every request's handler thread time is charged to the client's `request_percentage`.
+/// Produce and Fetch charge it themselves, with their byte rates, so that their responses carry
+/// the throttle time; other responses do not carry it, but the connection is muted all the same.
+pub async fn handle(
+    broker: &Broker,
+    request: DecodedRequest,
+    peer: &str,
+    request_bytes: usize,
+) -> Outcome {
     let client_id = request
         .header
         .client_id
         .as_ref()
         .map(|c| c.to_string())
         .unwrap_or_default();
+    if matches!(request.api_key, ApiKey::Produce | ApiKey::Fetch) {
+        return dispatch(broker, request, peer, &client_id, request_bytes).await;
+    }
+    let (outcome, busy) =
+        crate::quota::busy_time(dispatch(broker, request, peer, &client_id, request_bytes)).await;
+    let throttle_ms = broker
+        .quotas
+        .record_request_time(&client_id, busy, broker.clock.now_ms());
+    match outcome {
+        Outcome::Respond(response) if throttle_ms > 0 => Outcome::Throttle {
+            response: Some(response),
+            throttle_ms,
+        },
+        other => other,
+    }
+}
+
+async fn dispatch(
+    broker: &Broker,
+    request: DecodedRequest,
+    peer: &str,
+    client_id: &str,
+    request_bytes: usize,
+) -> Outcome {
+    let correlation_id = request.header.correlation_id;
+    let version = request.header.request_api_version;
     let groups = &broker.groups;
     match request.body {
         RequestKind::ApiVersions(r) => {
@@ -74,12 +121,17 @@ pub async fn handle(broker: &Broker, request: DecodedRequest, peer: &str) -> Out
             version,
             &metadata::handle(broker, r, version),
         ),
-        RequestKind::Produce(r) => produce::handle(broker, r, correlation_id, version).await,
-        RequestKind::Fetch(r) => respond(
-            correlation_id,
-            version,
-            &fetch::handle(broker, r, version).await,
-        ),
+        RequestKind::Produce(r) => {
+            let client = produce::Client {
+                id: client_id,
+                request_bytes,
+            };
+            produce::handle(broker, r, correlation_id, version, client).await
+        }
+        RequestKind::Fetch(r) => {
+            let (response, throttle_ms) = fetch::handle(broker, r, version, client_id).await;
+            respond_throttled(correlation_id, version, &response, throttle_ms)
+        }
         RequestKind::ListOffsets(r) => respond(
             correlation_id,
             version,
@@ -144,7 +196,7 @@ pub async fn handle(broker: &Broker, request: DecodedRequest, peer: &str) -> Out
             respond(
                 correlation_id,
                 version,
-                &groups.join_group(r, version, &client_id, &host).await,
+                &groups.join_group(r, version, client_id, &host).await,
             )
         }
         RequestKind::SyncGroup(r) => respond(
@@ -183,7 +235,33 @@ pub async fn handle(broker: &Broker, request: DecodedRequest, peer: &str) -> Out
         RequestKind::OffsetDelete(r) => {
             respond(correlation_id, version, &groups.offset_delete(r, version))
         }
+        RequestKind::DescribeClientQuotas(r) => respond(
+            correlation_id,
+            version,
+            &describe_client_quotas::handle(broker, r),
+        ),
+        RequestKind::AlterClientQuotas(r) => respond(
+            correlation_id,
+            version,
+            &alter_client_quotas::handle(broker, r),
+        ),
         other => Outcome::Close(format!("no handler for {other:?}")),
+    }
+}
+
+/// `respond`, then mute the connection for `throttle_ms` when it is positive.
+fn respond_throttled<R: Encodable + HeaderVersion>(
+    correlation_id: i32,
+    version: i16,
+    body: &R,
+    throttle_ms: i32,
+) -> Outcome {
+    match respond(correlation_id, version, body) {
+        Outcome::Respond(response) if throttle_ms > 0 => Outcome::Throttle {
+            response: Some(response),
+            throttle_ms,
+        },
+        other => other,
     }
 }
 

@@ -1,6 +1,10 @@
 //! Produce (0): validate each partition's one batch, append it verbatim (base offset and leader
 //! epoch stamped in place by the log), and answer with its base offset. acks=0 gets no response,
 //! and an error under acks=0 closes the connection so the client notices, as Kafka does.
+//! After the appends the request is charged to the client's `producer_byte_rate` (its size) and,
+//! unless acks=0, `request_percentage` (the handler's time); the larger throttle is answered.
+
+use std::time::Instant;
 
 use bytes::Bytes;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
@@ -10,7 +14,7 @@ use kafka_protocol::ResponseError;
 
 use super::errors::{code, partition_error_code, NONE};
 use super::produce_validation::{validate, BatchLimits};
-use super::{respond, Broker, Outcome};
+use super::{respond_throttled, Broker, Outcome};
 use crate::producer::{snapshot, SequenceCheck};
 use crate::storage::consumer_offsets::CONSUMER_OFFSETS_TOPIC;
 use crate::storage::{Partition, PartitionState, Topic};
@@ -18,12 +22,22 @@ use crate::storage::{Partition, PartitionState, Topic};
 /// The partition leader epoch stamped into stored batches; a single node never changes leader.
 const LEADER_EPOCH: i32 = 0;
 
+/// Who sent the request, for quotas.
+pub struct Client<'a> {
+    pub id: &'a str,
+    /// The request's header and body.
+    pub request_bytes: usize,
+}
+
 pub async fn handle(
     broker: &Broker,
     request: ProduceRequest,
     correlation_id: i32,
     version: i16,
+    client: Client<'_>,
 ) -> Outcome {
+    // A produce never parks, so its wall time is its handler thread time.
+    let started = Instant::now();
     let acks = request.acks;
     let now_ms = broker.clock.now_ms();
     let mut any_error = false;
@@ -53,6 +67,10 @@ pub async fn handle(
                 (-1..=1, Some((topic, _))) if topic.name == CONSUMER_OFFSETS_TOPIC => {
                     response.error_code = code(ResponseError::InvalidTopicException)
                 }
+                // The ISR of a single broker is itself: acks=all cannot meet a larger minimum.
+                (-1, Some((topic, _))) if topic.settings().min_insync_replicas > 1 => {
+                    response.error_code = code(ResponseError::NotEnoughReplicas)
+                }
                 (-1..=1, Some((topic, partition))) => {
                     append_one(
                         topic,
@@ -81,18 +99,28 @@ pub async fn handle(
     if any_appended {
         broker.logs.notify_appended();
     }
+    let quotas = &broker.quotas;
+    let charged_at_ms = broker.clock.now_ms();
+    let bandwidth_throttle_ms =
+        quotas.record_produce(client.id, client.request_bytes, charged_at_ms);
     if acks == 0 {
-        return if any_error {
-            Outcome::Close("acks=0 produce failed".into())
-        } else {
-            Outcome::NoResponse
+        // acks=0 is exempt from the request quota, not from the byte rate.
+        return match (any_error, bandwidth_throttle_ms) {
+            (true, _) => Outcome::Close("acks=0 produce failed".into()),
+            (false, 0) => Outcome::NoResponse,
+            (false, throttle_ms) => Outcome::Throttle {
+                response: None,
+                throttle_ms,
+            },
         };
     }
-    respond(
-        correlation_id,
-        version,
-        &ProduceResponse::default().with_responses(responses),
-    )
+    let request_throttle_ms =
+        quotas.record_request_time(client.id, started.elapsed(), charged_at_ms);
+    let throttle_ms = bandwidth_throttle_ms.max(request_throttle_ms);
+    let response = ProduceResponse::default()
+        .with_responses(responses)
+        .with_throttle_time_ms(throttle_ms);
+    respond_throttled(correlation_id, version, &response, throttle_ms)
 }
 
 fn snapshot_at_roll(dir: &std::path::Path, state: &PartitionState) {

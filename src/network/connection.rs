@@ -2,16 +2,24 @@
 //! socket when the queue is full, so TCP pushes back on the client. A processor takes requests
 //! one at a time, in order, and writes each response before handling the next: responses are
 //! never reordered and a partition sees one connection's produces in the order they were sent.
+//!
+//! Two things stop a connection's reader. Broker-wide request memory: after a frame's size is
+//! read and before its body is allocated, the reader takes that many byte permits from the
+//! `queued.max.request.bytes` pool and holds them until the response is written; when the pool
+//! is empty, no connection reads its socket. And throttling (KIP-219): after a response with a
+//! throttle time, the connection is muted for that long, neither read nor processed.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWriteExt, BufReader};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 
-use super::frame::read_frame;
+use super::frame::{read_frame_body, read_frame_size, FrameError};
 use crate::api::{self, Broker, Outcome};
 use crate::protocol::{api_versions_fallback, decode_request, DecodeError};
 
@@ -28,19 +36,26 @@ pub async fn serve_connection(
     let (read_half, mut write_half) = stream.into_split();
     let peer_for_processor = peer.clone();
     let (queue, mut queued) =
-        mpsc::channel::<Bytes>(broker.config.max_in_flight_requests_per_connection);
+        mpsc::channel::<ReadRequest>(broker.config.max_in_flight_requests_per_connection);
     let max_frame_bytes = broker.config.socket_request_max_bytes;
+    let memory = broker.request_memory.clone();
+    let mute = Mute::default();
+    let mute = &mute;
+    let mut processor_shutdown = shutdown.clone();
 
     let reader = async move {
         let mut read_half = BufReader::new(read_half);
         loop {
             let frame = tokio::select! {
-                frame = read_frame(&mut read_half, max_frame_bytes) => frame,
+                frame = async {
+                    mute.wait().await;
+                    read_request(&mut read_half, max_frame_bytes, memory.as_ref()).await
+                } => frame,
                 _ = shutdown.changed() => return,
             };
             match frame {
-                Ok(Some(frame)) => {
-                    if queue.send(frame).await.is_err() {
+                Ok(Some(request)) => {
+                    if queue.send(request).await.is_err() {
                         return;
                     }
                 }
@@ -53,11 +68,17 @@ pub async fn serve_connection(
         }
     };
     let processor = async {
-        while let Some(frame) = queued.recv().await {
-            if let Err(reason) = process(&broker, frame, &mut write_half, &peer_for_processor).await
-            {
-                tracing::info!("closing connection: {reason}");
-                return;
+        while let Some(ReadRequest { frame, memory }) = queued.recv().await {
+            let processed = process(&broker, frame, &mut write_half, &peer_for_processor).await;
+            // The response is written (or never will be): the request's memory is free.
+            drop(memory);
+            match processed {
+                Ok(None) => {}
+                Ok(Some(throttle)) => mute.hold(throttle, &mut processor_shutdown).await,
+                Err(reason) => {
+                    tracing::info!("closing connection: {reason}");
+                    return;
+                }
             }
         }
     };
@@ -69,22 +90,99 @@ pub async fn serve_connection(
     }
 }
 
+/// A request frame and the share of `queued.max.request.bytes` it holds until answered.
+struct ReadRequest {
+    frame: Bytes,
+    memory: Option<OwnedSemaphorePermit>,
+}
+
+/// Reads the next frame, waiting for request memory between its size and its body.
+async fn read_request<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    max_frame_bytes: usize,
+    memory: Option<&Arc<Semaphore>>,
+) -> Result<Option<ReadRequest>, FrameError> {
+    let Some(len) = read_frame_size(reader, max_frame_bytes).await? else {
+        return Ok(None);
+    };
+    let memory = match memory {
+        // The pool holds at least `socket.request.max.bytes` (checked in config), so one
+        // largest frame can always proceed once the others are answered.
+        Some(pool) => {
+            let permits = u32::try_from(len).unwrap_or(u32::MAX);
+            let permit = pool.clone().acquire_many_owned(permits).await;
+            Some(permit.map_err(|_| FrameError::Io(std::io::Error::other("pool closed")))?)
+        }
+        None => None,
+    };
+    let frame = read_frame_body(reader, len).await?;
+    Ok(Some(ReadRequest { frame, memory }))
+}
+
+/// Until when a throttled connection is muted (KIP-219).
+#[derive(Default)]
+struct Mute(Mutex<Option<Instant>>);
+
+impl Mute {
+    fn extend(&self, until: Instant) {
+        let mut muted_until = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        *muted_until = Some(muted_until.map_or(until, |current| current.max(until)));
+    }
+
+    /// Mutes the connection for `throttle` and waits it out (or until shutdown), so that no
+    /// request already read is processed meanwhile either.
+    async fn hold(&self, throttle: Duration, shutdown: &mut watch::Receiver<bool>) {
+        let until = Instant::now() + throttle;
+        self.extend(until);
+        if !*shutdown.borrow() {
+            tokio::select! {
+                _ = tokio::time::sleep_until(until) => {}
+                _ = shutdown.changed() => {}
+            }
+        }
+    }
+
+    /// Returns once the connection is not muted.
+    async fn wait(&self) {
+        loop {
+            let muted_until = *self.0.lock().unwrap_or_else(|e| e.into_inner());
+            match muted_until {
+                Some(until) if until > Instant::now() => tokio::time::sleep_until(until).await,
+                _ => return,
+            }
+        }
+    }
+}
+
+/// Handles one frame and writes its response; returns how long to mute the connection after.
 async fn process(
     broker: &Broker,
     frame: Bytes,
     writer: &mut OwnedWriteHalf,
     peer: &str,
-) -> Result<(), String> {
+) -> Result<Option<Duration>, String> {
+    let request_bytes = frame.len();
     let outcome = match decode_request(frame) {
-        Ok(request) => api::handle(broker, request, peer).await,
+        Ok(request) => api::handle(broker, request, peer, request_bytes).await,
         Err(DecodeError::ApiVersionsUnsupported { correlation_id }) => {
             Outcome::Respond(api_versions_fallback(correlation_id))
         }
         Err(e) => Outcome::Close(e.to_string()),
     };
-    match outcome {
-        Outcome::Respond(frame) => writer.write_all(&frame).await.map_err(|e| e.to_string()),
-        Outcome::NoResponse => Ok(()),
-        Outcome::Close(reason) => Err(reason),
+    let (response, mute) = match outcome {
+        Outcome::Respond(frame) => (Some(frame), None),
+        Outcome::NoResponse => (None, None),
+        Outcome::Close(reason) => return Err(reason),
+        Outcome::Throttle {
+            response,
+            throttle_ms,
+        } => (
+            response,
+            Some(Duration::from_millis(throttle_ms.max(0) as u64)),
+        ),
+    };
+    if let Some(frame) = response {
+        writer.write_all(&frame).await.map_err(|e| e.to_string())?;
     }
+    Ok(mute)
 }

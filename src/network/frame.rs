@@ -1,5 +1,6 @@
 //! Kafka's framing: a big-endian i32 size followed by that many bytes. The size is bounded by
-//! `socket.request.max.bytes` before anything is allocated.
+//! `socket.request.max.bytes` before anything is allocated, and the size and the body are read
+//! separately so the connection can reserve memory in between.
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -21,10 +22,23 @@ impl std::fmt::Display for FrameError {
 }
 
 /// Reads one frame; `Ok(None)` on a clean end of stream between frames.
+#[cfg(test)]
 pub async fn read_frame<R: AsyncRead + Unpin>(
     reader: &mut R,
     max_bytes: usize,
 ) -> Result<Option<Bytes>, FrameError> {
+    match read_frame_size(reader, max_bytes).await? {
+        Some(len) => read_frame_body(reader, len).await.map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Reads a frame's size prefix and bounds it; `Ok(None)` on a clean end of stream between
+/// frames. Nothing is allocated, so the caller can wait for memory before reading the body.
+pub async fn read_frame_size<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    max_bytes: usize,
+) -> Result<Option<usize>, FrameError> {
     let mut size = [0u8; 4];
     match reader.read_exact(&mut size).await {
         Ok(_) => {}
@@ -36,12 +50,20 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
         .ok()
         .filter(|&n| n > 0 && n <= max_bytes)
         .ok_or(FrameError::InvalidSize(size))?;
+    Ok(Some(len))
+}
+
+/// Reads the `len` bytes of a frame's body.
+pub async fn read_frame_body<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    len: usize,
+) -> Result<Bytes, FrameError> {
     let mut frame = BytesMut::zeroed(len);
     reader
         .read_exact(&mut frame)
         .await
         .map_err(FrameError::Io)?;
-    Ok(Some(frame.freeze()))
+    Ok(frame.freeze())
 }
 
 #[cfg(test)]

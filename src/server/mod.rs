@@ -8,13 +8,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinHandle;
 
 use crate::api::Broker;
 use crate::config::Config;
 use crate::group::{GroupConfig, GroupCoordinator};
 use crate::network::serve_listener;
+use crate::quota::QuotaManager;
 use crate::storage::consumer_offsets::ConsumerOffsetsStore;
 use crate::storage::LogManager;
 use crate::time::Clock;
@@ -53,12 +54,20 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
     let store = Arc::new(ConsumerOffsetsStore::new(logs.clone(), clock.clone()));
     let groups = GroupCoordinator::new(group_config(&config), clock.clone(), store)
         .map_err(|e| anyhow::anyhow!("loading committed offsets from __consumer_offsets: {e}"))?;
+    let quotas = Arc::new(QuotaManager::open(&config)?);
+    // At most `queued.max.request.bytes` of requests are held between reading and answering.
+    let request_memory = usize::try_from(config.queued_max_request_bytes)
+        .ok()
+        .filter(|&bytes| bytes > 0)
+        .map(|bytes| Arc::new(Semaphore::new(bytes.min(Semaphore::MAX_PERMITS))));
     let broker = Arc::new(Broker {
         config: config.clone(),
         logs: logs.clone(),
         groups: groups.clone(),
         clock: clock.clone(),
         shutdown: shutdown_rx.clone(),
+        quotas,
+        request_memory,
     });
     tracing::info!(%local_addr, advertised = %config.advertised_listener, node_id = config.node_id, "sluice is serving");
 

@@ -122,6 +122,13 @@ impl TopicConfigs {
                 .unwrap_or(broker.log_message_timestamp_after_max_ms),
             log_append_time: self.0.get("message.timestamp.type").map(String::as_str)
                 == Some("LogAppendTime"),
+            min_insync_replicas: self.get_i64("min.insync.replicas").unwrap_or_else(|| {
+                broker
+                    .properties
+                    .get("min.insync.replicas")
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(1)
+            }),
             retention: self.retention(broker),
             overrides: self.clone(),
         }
@@ -160,6 +167,8 @@ pub struct TopicSettings {
     pub timestamp_before_max_ms: i64,
     pub timestamp_after_max_ms: i64,
     pub log_append_time: bool,
+    /// acks=all needs this many in-sync replicas; a single broker has one.
+    pub min_insync_replicas: i64,
     pub retention: RetentionConfig,
     pub overrides: TopicConfigs,
 }

@@ -1,0 +1,499 @@
+//! Client quotas and request memory over real sockets: AlterClientQuotas / DescribeClientQuotas
+//! (round trip, restart, Kafka's error codes), a produce flood and a fetch that get throttled
+//! and muted, and connections that stop being read when `queued.max.request.bytes` is in use.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use common::{Client, TestBroker};
+use kafka_protocol::messages::alter_client_quotas_request::{EntityData, EntryData, OpData};
+use kafka_protocol::messages::describe_client_quotas_request::ComponentData;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::{Decodable, StrBytes};
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+
+/// The client id `common::Client` sends.
+const CLIENT_ID: &str = "sluice-test";
+
+fn s(text: &str) -> StrBytes {
+    StrBytes::from_string(text.to_string())
+}
+
+fn entity(parts: &[(&str, Option<&str>)]) -> Vec<EntityData> {
+    parts
+        .iter()
+        .map(|(kind, name)| {
+            EntityData::default()
+                .with_entity_type(s(kind))
+                .with_entity_name(name.map(s))
+        })
+        .collect()
+}
+
+fn set(key: &str, value: f64) -> OpData {
+    OpData::default().with_key(s(key)).with_value(value)
+}
+
+fn remove(key: &str) -> OpData {
+    OpData::default().with_key(s(key)).with_remove(true)
+}
+
+async fn alter(
+    client: &mut Client,
+    version: i16,
+    entries: Vec<(Vec<EntityData>, Vec<OpData>)>,
+    validate_only: bool,
+) -> Vec<(i16, Option<String>)> {
+    let request = AlterClientQuotasRequest::default()
+        .with_validate_only(validate_only)
+        .with_entries(
+            entries
+                .into_iter()
+                .map(|(e, ops)| EntryData::default().with_entity(e).with_ops(ops))
+                .collect(),
+        );
+    let response: AlterClientQuotasResponse = client
+        .call(ApiKey::AlterClientQuotas, version, &request)
+        .await;
+    response
+        .entries
+        .into_iter()
+        .map(|e| (e.error_code, e.error_message.map(|m| m.to_string())))
+        .collect()
+}
+
+fn component(kind: &str, match_type: i8, name: Option<&str>) -> ComponentData {
+    ComponentData::default()
+        .with_entity_type(s(kind))
+        .with_match_type(match_type)
+        .with_match(name.map(s))
+}
+
+/// Entities as `type=name` (`<default>` for null) joined by commas, with their values.
+type Described = Vec<(String, Vec<(String, f64)>)>;
+
+async fn describe(
+    client: &mut Client,
+    version: i16,
+    components: Vec<ComponentData>,
+    strict: bool,
+) -> Result<Described, (i16, String)> {
+    let request = DescribeClientQuotasRequest::default()
+        .with_components(components)
+        .with_strict(strict);
+    let response: DescribeClientQuotasResponse = client
+        .call(ApiKey::DescribeClientQuotas, version, &request)
+        .await;
+    if response.error_code != 0 {
+        assert!(response.entries.is_none());
+        return Err((
+            response.error_code,
+            response.error_message.unwrap().to_string(),
+        ));
+    }
+    let mut entries: Described = response
+        .entries
+        .unwrap()
+        .into_iter()
+        .map(|e| {
+            let name = e
+                .entity
+                .iter()
+                .map(|d| {
+                    let n = d.entity_name.as_ref().map_or("<default>", |n| n.as_str());
+                    format!("{}={n}", d.entity_type.as_str())
+                })
+                .collect::<Vec<_>>()
+                .join(",");
+            let values = e
+                .values
+                .iter()
+                .map(|v| (v.key.to_string(), v.value))
+                .collect();
+            (name, values)
+        })
+        .collect();
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(entries)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alter_then_describe_round_trips_and_survives_restart() {
+    let mut broker = TestBroker::start(&[]).await;
+    for version in [0, 1] {
+        let mut client = broker.client().await;
+        let app = entity(&[("client-id", Some("app"))]);
+        let defaults = entity(&[("user", None), ("client-id", None)]);
+        let results = alter(
+            &mut client,
+            version,
+            vec![
+                (app.clone(), vec![set("producer_byte_rate", 1_048_576.0)]),
+                (app.clone(), vec![]),
+                (defaults.clone(), vec![set("request_percentage", 25.5)]),
+            ],
+            false,
+        )
+        .await;
+        assert_eq!(results[0], (0, None));
+        assert_eq!(results[1].0, 42, "duplicate entity: {results:?}");
+        assert_eq!(results[2], (0, None));
+        let all = describe(&mut client, version, vec![], false).await.unwrap();
+        assert_eq!(
+            all,
+            vec![
+                (
+                    "client-id=app".into(),
+                    vec![("producer_byte_rate".into(), 1_048_576.0)]
+                ),
+                (
+                    "user=<default>,client-id=<default>".into(),
+                    vec![("request_percentage".into(), 25.5)]
+                ),
+            ]
+        );
+        let exact = vec![component("client-id", 0, Some("app"))];
+        let found = describe(&mut client, version, exact, true).await.unwrap();
+        assert_eq!(found.len(), 1);
+        let default_user = vec![component("user", 1, None)];
+        let found = describe(&mut client, version, default_user, false)
+            .await
+            .unwrap();
+        assert_eq!(found[0].0, "user=<default>,client-id=<default>");
+
+        broker.restart().await;
+        let mut client = broker.client().await;
+        let after = describe(&mut client, version, vec![], false).await.unwrap();
+        assert_eq!(after, all, "quotas survive a restart");
+        let results = alter(
+            &mut client,
+            version,
+            vec![
+                (app, vec![remove("producer_byte_rate")]),
+                (defaults, vec![remove("request_percentage")]),
+            ],
+            false,
+        )
+        .await;
+        assert_eq!(results, vec![(0, None), (0, None)]);
+        assert!(describe(&mut client, version, vec![], false)
+            .await
+            .unwrap()
+            .is_empty());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_gets_kafkas_error_codes() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    let app = || entity(&[("client-id", Some("app"))]);
+    let cases = vec![
+        (
+            app(),
+            vec![set("bogus_rate", 1.0)],
+            "Invalid configuration key bogus_rate",
+        ),
+        (
+            app(),
+            vec![set("producer_byte_rate", -5.0)],
+            "must be greater than 0",
+        ),
+        (app(), vec![set("consumer_byte_rate", 10.5)], "fractional"),
+        (app(), vec![set("producer_byte_rate", 1e30)], "too large"),
+        (
+            entity(&[("group", Some("g"))]),
+            vec![set("producer_byte_rate", 1.0)],
+            "entity type",
+        ),
+        (entity(&[]), vec![set("producer_byte_rate", 1.0)], "empty"),
+        (
+            entity(&[("user", Some(""))]),
+            vec![set("producer_byte_rate", 1.0)],
+            "Empty user",
+        ),
+    ];
+    for (entity, ops, expected) in cases {
+        let results = alter(&mut client, 1, vec![(entity, ops)], false).await;
+        assert_eq!(results[0].0, 42, "{results:?}");
+        let message = results[0].1.clone().unwrap();
+        assert!(message.contains(expected), "{message} lacks {expected}");
+    }
+    // validate_only checks but does not apply.
+    let results = alter(
+        &mut client,
+        1,
+        vec![(app(), vec![set("producer_byte_rate", 5.0)])],
+        true,
+    )
+    .await;
+    assert_eq!(results, vec![(0, None)]);
+    assert!(describe(&mut client, 1, vec![], false)
+        .await
+        .unwrap()
+        .is_empty());
+
+    let (code, message) = describe(&mut client, 1, vec![component("group", 2, None)], false)
+        .await
+        .unwrap_err();
+    assert_eq!(code, 35, "{message}");
+    for bad in [
+        vec![component("user", 0, None)],
+        vec![component("user", 1, Some("x"))],
+        vec![component("user", 9, None)],
+        vec![component("user", 2, None), component("user", 2, None)],
+    ] {
+        let (code, message) = describe(&mut client, 0, bad, false).await.unwrap_err();
+        assert_eq!(code, 42, "{message}");
+    }
+}
+
+/// A batch of `count` records with `value_bytes`-byte values, base offset 0.
+fn batch(count: usize, value_bytes: usize) -> Bytes {
+    let records: Vec<Record> = (0..count)
+        .map(|i| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: -1,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: i as i32 - 1,
+            timestamp: common::now_ms(),
+            key: None,
+            value: Some(Bytes::from(vec![b'v'; value_bytes])),
+            headers: Default::default(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    let options = RecordEncodeOptions {
+        version: 2,
+        compression: Compression::None,
+    };
+    RecordBatchEncoder::encode(&mut buf, records.iter(), &options).unwrap();
+    buf.freeze()
+}
+
+fn produce_request(topic: &str, records: Bytes) -> ProduceRequest {
+    ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(5000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(TopicName(s(topic)))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(0)
+                .with_records(Some(records))])])
+}
+
+async fn create_topic(client: &mut Client, name: &str) {
+    let request = CreateTopicsRequest::default().with_topics(vec![
+        create_topics_request::CreatableTopic::default()
+            .with_name(TopicName(s(name)))
+            .with_num_partitions(1)
+            .with_replication_factor(-1),
+    ]);
+    let response: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 7, &request).await;
+    assert_eq!(response.topics[0].error_code, 0);
+}
+
+/// Sends ApiVersions and returns how long its response took.
+async fn api_versions_round_trip(client: &mut Client) -> Duration {
+    let started = Instant::now();
+    let _: ApiVersionsResponse = client
+        .call(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default())
+        .await;
+    started.elapsed()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_produce_flood_is_throttled_and_its_connection_muted() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "flood").await;
+    let quota = entity(&[("client-id", Some(CLIENT_ID))]);
+    let results = alter(
+        &mut client,
+        1,
+        vec![(quota, vec![set("producer_byte_rate", 10_000.0)])],
+        false,
+    )
+    .await;
+    assert_eq!(results, vec![(0, None)]);
+
+    // ~110 kB at 10 kB/s over the 10 s minimum window.
+    let (correlation_id, frame) = client.frame(
+        ApiKey::Produce,
+        9,
+        &produce_request("flood", batch(1000, 100)),
+    );
+    let request_bytes = (frame.len() - 4) as f64;
+    client.send_raw(&frame).await;
+    let mut raw = client.read_frame().await.unwrap();
+    let header = ResponseHeader::decode(&mut raw, 1).unwrap();
+    assert_eq!(header.correlation_id, correlation_id);
+    let response = ProduceResponse::decode(&mut raw, 9).unwrap();
+    let partition = &response.responses[0].partition_responses[0];
+    assert_eq!(
+        partition.error_code, 0,
+        "a throttled produce is still appended"
+    );
+    // Kafka's formula: (observed - quota) / quota × window, the window being 10 s here.
+    let expected_ms = ((request_bytes / 10.0 - 10_000.0) / 10_000.0 * 10_000.0).round() as i32;
+    assert!(expected_ms > 500, "{request_bytes} bytes");
+    assert_eq!(response.throttle_time_ms, expected_ms);
+
+    // Muted: the next request waits out the throttle time.
+    let waited = api_versions_round_trip(&mut client).await;
+    let throttle = Duration::from_millis(expected_ms as u64);
+    assert!(waited + Duration::from_millis(50) >= throttle, "{waited:?}");
+    assert!(waited < throttle + Duration::from_secs(2), "{waited:?}");
+    // Another connection of the same client id shares the rate but is not muted.
+    let mut other = broker.client().await;
+    assert!(api_versions_round_trip(&mut other).await < Duration::from_millis(500));
+    let response: ProduceResponse = other
+        .call(
+            ApiKey::Produce,
+            9,
+            &produce_request("flood", batch(10, 100)),
+        )
+        .await;
+    assert!(response.throttle_time_ms > 0, "the rate is per client id");
+}
+
+fn fetch_request(offset: i64, partition_max_bytes: i32) -> FetchRequest {
+    FetchRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_max_wait_ms(0)
+        .with_min_bytes(1)
+        .with_max_bytes(50 << 20)
+        .with_session_epoch(-1)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(TopicName(s("drip")))
+            .with_partitions(vec![FetchPartition::default()
+                .with_fetch_offset(offset)
+                .with_current_leader_epoch(-1)
+                .with_partition_max_bytes(partition_max_bytes)])])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_throttled_fetch_is_empty_capped_and_muted() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "drip").await;
+    for _ in 0..20 {
+        let response: ProduceResponse = client
+            .call(ApiKey::Produce, 9, &produce_request("drip", batch(1, 900)))
+            .await;
+        assert_eq!(response.responses[0].partition_responses[0].error_code, 0);
+    }
+    let quota = entity(&[("client-id", Some(CLIENT_ID))]);
+    let results = alter(
+        &mut client,
+        1,
+        vec![(quota, vec![set("consumer_byte_rate", 1000.0)])],
+        false,
+    )
+    .await;
+    assert_eq!(results, vec![(0, None)]);
+
+    // Two ~1 kB batches: within 1,000 B/s over 10 s.
+    let first: FetchResponse = client
+        .call(ApiKey::Fetch, 12, &fetch_request(0, 2500))
+        .await;
+    assert_eq!(first.throttle_time_ms, 0);
+    let records = first.responses[0].partitions[0].records.clone().unwrap();
+    assert!(
+        records.len() > 1500 && records.len() <= 2500,
+        "{}",
+        records.len()
+    );
+
+    // Asking for everything: max_bytes is capped at 1,000 B/s × 10 s, so the throttle is about
+    // (2 kB + 10 kB) / 10 s against 1 kB/s, not the ~9.6 s that all 18 batches would cost.
+    let second: FetchResponse = client
+        .call(ApiKey::Fetch, 12, &fetch_request(2, 50 << 20))
+        .await;
+    assert!(
+        second.responses.is_empty(),
+        "a throttled fetch returns nothing"
+    );
+    let throttle_ms = second.throttle_time_ms;
+    assert!((1000..3000).contains(&throttle_ms), "{throttle_ms}");
+
+    // Muted for that long; the dropped bytes were taken back, so the retry is not throttled.
+    let started = Instant::now();
+    let third: FetchResponse = client
+        .call(ApiKey::Fetch, 12, &fetch_request(2, 2500))
+        .await;
+    let waited = started.elapsed();
+    assert!(waited + Duration::from_millis(50) >= Duration::from_millis(throttle_ms as u64));
+    assert_eq!(third.throttle_time_ms, 0);
+    assert!(!third.responses[0].partitions[0]
+        .records
+        .as_ref()
+        .unwrap()
+        .is_empty());
+}
+
+/// An ApiVersions v0 request frame padded to `size` bytes after the prefix (the broker ignores
+/// bytes after the body).
+fn padded_api_versions(correlation_id: i32, size: usize) -> Vec<u8> {
+    let mut frame = BytesMut::new();
+    frame.put_i32(size as i32);
+    frame.put_i16(ApiKey::ApiVersions as i16);
+    frame.put_i16(0);
+    frame.put_i32(correlation_id);
+    frame.put_i16(-1);
+    frame.resize(4 + size, 0);
+    frame.to_vec()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_stop_reading_while_request_memory_is_in_use() {
+    let limit = "65536";
+    let broker = TestBroker::start(&[
+        ("socket.request.max.bytes", limit),
+        ("queued.max.request.bytes", limit),
+    ])
+    .await;
+    // A frame of the whole limit, announced but not finished, holds all the memory.
+    let mut hog = broker.client().await;
+    let frame = padded_api_versions(7, 65536);
+    hog.send_raw(&frame[..frame.len() - 100]).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let mut waiting = broker.client().await;
+    let (_, request) = waiting.frame(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+    waiting.send_raw(&request).await;
+    let early = tokio::time::timeout(Duration::from_millis(500), waiting.read_frame()).await;
+    assert!(early.is_err(), "answered while the memory was in use");
+
+    hog.send_raw(&frame[frame.len() - 100..]).await;
+    let mut answer = hog
+        .read_frame()
+        .await
+        .expect("the large request is answered");
+    assert_eq!(
+        ResponseHeader::decode(&mut answer, 0)
+            .unwrap()
+            .correlation_id,
+        7
+    );
+    assert!(
+        waiting.read_frame().await.is_some(),
+        "answered once memory was free"
+    );
+
+    let mut pairs = vec![("socket.request.max.bytes".to_string(), "1000".to_string())];
+    pairs.push(("queued.max.request.bytes".to_string(), "999".to_string()));
+    let error = sluice::config::Config::from_pairs(&pairs).unwrap_err();
+    assert!(error.0.contains("queued.max.request.bytes"), "{error}");
+}

@@ -566,3 +566,70 @@ async fn retention_changed_at_runtime_takes_effect() {
     }
     assert_eq!(earliest(&mut client, "later").await, 30);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn describe_topic_partitions_pages_with_a_cursor() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    assert_eq!(create(&mut client, "a-topic", 3, &[]).await, 0);
+    assert_eq!(create(&mut client, "b-topic", 2, &[]).await, 0);
+    let request = |limit: i32, cursor: Option<(&str, i32)>| {
+        DescribeTopicPartitionsRequest::default()
+            .with_response_partition_limit(limit)
+            .with_cursor(cursor.map(|(t, p)| {
+                describe_topic_partitions_request::Cursor::default()
+                    .with_topic_name(TopicName(s(t)))
+                    .with_partition_index(p)
+            }))
+    };
+    let first: DescribeTopicPartitionsResponse = client
+        .call(ApiKey::DescribeTopicPartitions, 0, &request(4, None))
+        .await;
+    let listed: Vec<(String, usize)> = first
+        .topics
+        .iter()
+        .map(|t| (t.name.as_ref().unwrap().to_string(), t.partitions.len()))
+        .collect();
+    assert_eq!(
+        listed,
+        vec![("a-topic".to_string(), 3), ("b-topic".to_string(), 1)]
+    );
+    let cursor = first
+        .next_cursor
+        .as_ref()
+        .expect("a cursor when the limit cut the answer");
+    assert_eq!(
+        (cursor.topic_name.as_str(), cursor.partition_index),
+        ("b-topic", 1)
+    );
+    let rest: DescribeTopicPartitionsResponse = client
+        .call(
+            ApiKey::DescribeTopicPartitions,
+            0,
+            &request(4, Some(("b-topic", 1))),
+        )
+        .await;
+    assert_eq!(rest.topics.len(), 1);
+    assert_eq!(rest.topics[0].partitions[0].partition_index, 1);
+    assert!(rest.next_cursor.is_none());
+    let p = &rest.topics[0].partitions[0];
+    assert_eq!(
+        (
+            p.leader_id,
+            p.isr_nodes.clone(),
+            p.eligible_leader_replicas.clone()
+        ),
+        (BrokerId(1), vec![BrokerId(1)], Some(vec![]))
+    );
+
+    let unknown = DescribeTopicPartitionsRequest::default()
+        .with_response_partition_limit(10)
+        .with_topics(vec![
+            describe_topic_partitions_request::TopicRequest::default()
+                .with_name(TopicName(s("nope"))),
+        ]);
+    let response: DescribeTopicPartitionsResponse = client
+        .call(ApiKey::DescribeTopicPartitions, 0, &unknown)
+        .await;
+    assert_eq!(response.topics[0].error_code, 3);
+}

@@ -13,6 +13,7 @@ mod describe_client_quotas;
 mod describe_cluster;
 mod describe_configs;
 mod describe_log_dirs;
+mod describe_topic_partitions;
 mod errors;
 mod fetch;
 mod find_coordinator;
@@ -244,6 +245,11 @@ async fn dispatch(
             correlation_id,
             version,
             &alter_client_quotas::handle(broker, r),
+        ),
+        RequestKind::DescribeTopicPartitions(r) => respond(
+            correlation_id,
+            version,
+            &describe_topic_partitions::handle(broker, r),
         ),
         other => Outcome::Close(format!("no handler for {other:?}")),
     }

@@ -53,6 +53,7 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
     api(ApiKey::DescribeCluster, 0, 0, 2),
     api(ApiKey::DeleteGroups, 0, 0, 2),
     api(ApiKey::OffsetDelete, 0, 0, 0),
+    api(ApiKey::DescribeTopicPartitions, 0, 0, 0),
     api(ApiKey::DescribeClientQuotas, 0, 0, 1),
     api(ApiKey::AlterClientQuotas, 0, 0, 1),
 ];

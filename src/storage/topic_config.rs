@@ -21,6 +21,7 @@ pub enum ConfigType {
 /// Kafka's `ConfigSource` codes.
 pub mod source {
     pub const DYNAMIC_TOPIC_CONFIG: i8 = 1;
+    pub const DYNAMIC_DEFAULT_BROKER_CONFIG: i8 = 3;
     pub const STATIC_BROKER_CONFIG: i8 = 4;
     pub const DEFAULT_CONFIG: i8 = 5;
 }
@@ -199,6 +200,19 @@ fn resolve(
             };
             synonyms.push((key.to_string(), converted, source::STATIC_BROKER_CONFIG));
         }
+    }
+    // A freshly formatted Kafka 4.1 cluster (eligible leader replicas on) stores
+    // min.insync.replicas as a cluster-wide dynamic default, so tools list it as set.
+    if def.name == "min.insync.replicas"
+        && synonyms
+            .iter()
+            .all(|(_, _, s)| *s != source::STATIC_BROKER_CONFIG)
+    {
+        synonyms.push((
+            def.name.to_string(),
+            def.default.to_string(),
+            source::DYNAMIC_DEFAULT_BROKER_CONFIG,
+        ));
     }
     let default_name = def.synonyms.first().map(|(k, _)| *k).unwrap_or(def.name);
     synonyms.push((

@@ -8,6 +8,7 @@ use kafka_protocol::ResponseError;
 
 use super::errors::code;
 use super::Broker;
+use crate::storage::consumer_offsets::ensure_topic;
 
 const KEY_TYPE_GROUP: i8 = 0;
 const KEY_TYPE_TRANSACTION: i8 = 1;
@@ -17,6 +18,12 @@ pub fn handle(
     request: FindCoordinatorRequest,
     version: i16,
 ) -> FindCoordinatorResponse {
+    if request.key_type == KEY_TYPE_GROUP {
+        // Kafka creates the offsets topic on the first group lookup.
+        if let Err(e) = ensure_topic(&broker.logs, broker.clock.now_ms()) {
+            tracing::error!("cannot create the offsets topic: {e}");
+        }
+    }
     let config = &broker.config;
     let host = StrBytes::from_string(config.advertised_listener.host.clone());
     let port = i32::from(config.advertised_listener.port);

@@ -105,8 +105,9 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
     })
 }
 
-/// How often group timers (session, rebalance and join delays) are checked.
-const GROUP_TICK: Duration = Duration::from_millis(100);
+/// How often group timers (session, rebalance and join delays) are checked. A tick with
+/// nothing due is one comparison, and Kafka fires these timers within milliseconds too.
+const GROUP_TICK: Duration = Duration::from_millis(10);
 
 /// Drives the group coordinator's timers.
 async fn group_timers(groups: Arc<GroupCoordinator>, mut shutdown: watch::Receiver<bool>) {

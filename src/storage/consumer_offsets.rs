@@ -43,27 +43,27 @@ impl ConsumerOffsetsStore {
     }
 
     fn topic(&self) -> Result<Arc<super::Topic>, String> {
-        if let Some(topic) = self.logs.topic(CONSUMER_OFFSETS_TOPIC) {
-            return Ok(topic);
-        }
-        let configs = std::collections::BTreeMap::from([
-            ("cleanup.policy".to_string(), "compact".to_string()),
-            ("segment.bytes".to_string(), "104857600".to_string()),
-        ]);
-        let configs = TopicConfigs::validated(configs).map_err(|e| e.to_string())?;
-        match self.logs.create_topic(
-            CONSUMER_OFFSETS_TOPIC,
-            PARTITIONS,
-            configs,
-            self.clock.now_ms(),
-        ) {
-            Ok(topic) => Ok(topic),
-            Err(super::TopicError::AlreadyExists) => self
-                .logs
-                .topic(CONSUMER_OFFSETS_TOPIC)
-                .ok_or_else(|| "offsets topic vanished".to_string()),
-            Err(e) => Err(e.to_string()),
-        }
+        ensure_topic(&self.logs, self.clock.now_ms())
+    }
+}
+
+/// The offsets topic, created (50 partitions, compacted) if it does not exist yet. Kafka does
+/// this on the first FindCoordinator for a group, so it shows in Metadata from then on.
+pub fn ensure_topic(logs: &LogManager, now_ms: i64) -> Result<Arc<super::Topic>, String> {
+    if let Some(topic) = logs.topic(CONSUMER_OFFSETS_TOPIC) {
+        return Ok(topic);
+    }
+    let configs = std::collections::BTreeMap::from([
+        ("cleanup.policy".to_string(), "compact".to_string()),
+        ("segment.bytes".to_string(), "104857600".to_string()),
+    ]);
+    let configs = TopicConfigs::validated(configs).map_err(|e| e.to_string())?;
+    match logs.create_topic(CONSUMER_OFFSETS_TOPIC, PARTITIONS, configs, now_ms) {
+        Ok(topic) => Ok(topic),
+        Err(super::TopicError::AlreadyExists) => logs
+            .topic(CONSUMER_OFFSETS_TOPIC)
+            .ok_or_else(|| "offsets topic vanished".to_string()),
+        Err(e) => Err(e.to_string()),
     }
 }
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Run the core compat suite: setup.sh, then pytest against one broker.
+# Run the core compat suite: setup.sh, pytest against one broker, then the franz-go test (go/run.sh).
 #   compat-tests/run-core.sh [SLUICE_BIN] [pytest args...]   sluice (default: target/release/sluice)
 #   compat-tests/run-core.sh --kafka [pytest args...]         Apache Kafka 4.1 from the jar cache
-# Writes a JUnit XML report to compat-tests/.cache/results/; exits non-zero on any failure.
+# Writes a JUnit XML report to compat-tests/.cache/results/; exits non-zero on any failure of either.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
@@ -25,5 +25,9 @@ else
 fi
 cd "$here/python"
 # The whole run is bounded too; each test also has its own timeout (pytest.ini).
-exec timeout --kill-after=30 1800 "$here/.venv/bin/pytest" -v \
-  --junitxml="$here/.cache/results/core-$name.xml" "$@"
+rc=0
+timeout --kill-after=30 1800 "$here/.venv/bin/pytest" -v \
+  --junitxml="$here/.cache/results/core-$name.xml" "$@" || rc=$?
+# franz-go (Go): its own broker, bounded timeouts; see go/run.sh.
+"$here/go/run.sh" "$([ "$name" = kafka ] && echo --kafka || echo "$SLUICE_BIN")" || rc=$?
+exit "$rc"

@@ -3,6 +3,7 @@
 #   - kcat (Debian package)
 #   - compat-tests/.venv with the pinned python/requirements.txt
 #   - Apache Kafka jars (version pinned in kafka/pom.xml) in compat-tests/.cache/kafka/libs
+#   - the Go modules of go/ (franz-go), from the Go module proxy into the module cache
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cache="$here/.cache"
@@ -45,4 +46,8 @@ else
       -DoutputDirectory="$libs")
   echo "$pom_sum" > "$cache/kafka/.pom.sha256"
 fi
+# 4. Go modules for go/ (franz-go; versions pinned by go/go.mod and go/go.sum)
+command -v go >/dev/null 2>&1 || { echo "setup.sh: go is not on PATH (needed by go/run.sh)" >&2; exit 1; }
+(cd "$here/go" && GOFLAGS="-mod=mod -buildvcs=false" timeout 600 go mod download)
+say "Go modules present ($(go env GOMODCACHE))"
 say "done"

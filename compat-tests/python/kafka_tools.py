@@ -5,6 +5,7 @@ from pathlib import Path
 
 RUN_CLASS = Path(__file__).resolve().parent.parent / "kafka" / "run-class.sh"
 DUMP_LOG_SEGMENTS = "kafka.tools.DumpLogSegments"  # the 4.1 class (Scala, in kafka_2.13)
+CONSUMER_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"  # 4.1
 
 # Text DumpLogSegments prints when something is wrong (see its source: mismatches, gaps,
 # timestamps out of order, trailing invalid bytes, sanity-check exceptions).
@@ -70,3 +71,20 @@ def parse_index_dump(stdout):
         elif line.strip():
             raise AssertionError(f"unexpected index dump line: {line[:300]}")
     return files
+
+
+def consumer_groups(bootstrap, *args, stderr=False):
+    """Run the tool; -> its stdout (and its stderr, where it prints notes, if asked)."""
+    res = run_class(CONSUMER_GROUP_COMMAND, "--bootstrap-server", bootstrap, *args, timeout_s=120)
+    text = res.stdout + res.stderr
+    assert res.returncode == 0, f"kafka-consumer-groups {' '.join(args)} exited " \
+        f"{res.returncode}:\n{text[-3000:]}"
+    return (res.stdout, res.stderr) if stderr else res.stdout
+
+
+def table(stdout, first_column="GROUP"):
+    """Rows of the tool's whitespace-aligned table, as dicts keyed by the header words."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    head = next(i for i, line in enumerate(lines) if line.split()[0] == first_column)
+    names = lines[head].split()
+    return [dict(zip(names, line.split())) for line in lines[head + 1:]]

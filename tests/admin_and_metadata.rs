@@ -240,12 +240,24 @@ async fn delete_topics_removes_files_and_retires_the_id() {
 async fn the_first_group_lookup_creates_the_internal_offsets_topic() {
     let broker = TestBroker::start(&[]).await;
     let mut client = broker.client().await;
-    let request = FindCoordinatorRequest::default().with_key("my-group".into()).with_key_type(0);
+    let request = FindCoordinatorRequest::default()
+        .with_key("my-group".into())
+        .with_key_type(0);
     let response: FindCoordinatorResponse = client.call(ApiKey::FindCoordinator, 3, &request).await;
     assert_eq!((response.error_code, response.node_id), (0, BrokerId(1)));
     assert_eq!(response.port, i32::from(broker.addr().port()));
-    let all: MetadataResponse = client.call(ApiKey::Metadata, 12, &MetadataRequest::default().with_topics(None)).await;
-    let offsets = all.topics.iter().find(|t| t.name.as_ref().map(|n| n.as_str()) == Some("__consumer_offsets")).expect("offsets topic");
+    let all: MetadataResponse = client
+        .call(
+            ApiKey::Metadata,
+            12,
+            &MetadataRequest::default().with_topics(None),
+        )
+        .await;
+    let offsets = all
+        .topics
+        .iter()
+        .find(|t| t.name.as_ref().map(|n| n.as_str()) == Some("__consumer_offsets"))
+        .expect("offsets topic");
     assert!(offsets.is_internal);
     assert_eq!(offsets.partitions.len(), 50);
 }

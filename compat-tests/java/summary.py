@@ -15,6 +15,7 @@ with open(allow_file) as f:
             allow.add(line)
 
 results = {}  # "Class#method" -> (status, seconds, message)
+details = {}  # "Class#method" -> the failure message's further lines (diagnoses)
 for path in sorted(glob.glob(os.path.join(reports, "TEST-*.xml"))):
     for case in ET.parse(path).getroot().iter("testcase"):
         method = case.get("name").split("(")[0] or "(class setup)"
@@ -24,8 +25,9 @@ for path in sorted(glob.glob(os.path.join(reports, "TEST-*.xml"))):
             node = case.find(kind)
             if node is not None:
                 status = "SKIP" if kind == "skipped" else "FAIL"
-                message = (node.get("message") or node.text or node.get("type") or "").strip().splitlines()
-                message = message[0][:300] if message else kind
+                lines = (node.get("message") or node.text or node.get("type") or "").strip().splitlines()
+                message = lines[0][:300] if lines else kind
+                details[name] = lines[1:40]
                 break
         results[name] = (status, float(case.get("time") or 0), message)
 
@@ -48,6 +50,10 @@ if mode == "all":
     lost = [n for n in failed if n in allow]
     if lost:
         print("REGRESSION: allowlisted tests failing:\n  " + "\n  ".join(lost))
+for name in failed:
+    if details.get(name):
+        print(f"--- {name}, the rest of its failure message:")
+        print("\n".join(line[:400] for line in details[name]))
 if failed:
     print(f"details of failures: {reports}/<class>.txt and <class>-output.txt")
 print(f"run.sh: {len(results)} tests in {seconds} s")

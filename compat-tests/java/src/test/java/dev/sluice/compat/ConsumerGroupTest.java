@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -94,8 +95,12 @@ class ConsumerGroupTest {
             producing.set(false);
             producer.join(60_000);
             assertTrue(!producer.isAlive() && !ledger.produced.isEmpty(), "producer did not finish");
-            Wait.until(SETTLE, () -> "every produced record to be processed; missing " + sample(ledger.missing()),
-                    () -> ledger.missing().isEmpty());
+            try {
+                Wait.until(SETTLE, () -> "every produced record to be processed; missing " + sample(ledger.missing()),
+                        () -> ledger.missing().isEmpty());
+            } catch (AssertionError e) {
+                throw new AssertionError(e.getMessage() + "\n" + diagnose(bootstrap, topic, group, ledger), e);
+            }
             assertEquals(List.of(), ledger.wrong(), "records processed with the wrong value");
             for (GroupMember m : all) {
                 assertNull(m.error, m.name + " failed");
@@ -201,6 +206,57 @@ class ConsumerGroupTest {
                 return committed.equals(end);
             });
         }
+    }
+
+    /**
+     * For a failure report: whether the log still holds each missing record (read back with a
+     * fresh assigned consumer), who processed its neighbours and when, and the committed offsets.
+     */
+    static String diagnose(String bootstrap, String topic, String group, Ledger ledger) {
+        StringBuilder out = new StringBuilder();
+        try {
+            List<String> missing = ledger.missing().stream().sorted().limit(5).toList();
+            Set<Integer> parts = missing.stream().map(m -> Integer.valueOf(m.split("@")[0])).collect(Collectors.toSet());
+            var log = Clients.readAll(bootstrap, parts.stream().map(p -> new TopicPartition(topic, p)).toList());
+            for (String m : missing) {
+                int p = Integer.parseInt(m.split("@")[0]);
+                long o = Long.parseLong(m.split("@")[1]);
+                out.append(m).append(" produced as ").append(ledger.produced.get(m)).append("; the log holds: ");
+                log.get(new TopicPartition(topic, p)).stream().filter(r -> Math.abs(r.offset() - o) <= 2)
+                        .forEach(r -> out.append(r.offset()).append('=').append(new String(r.value(), StandardCharsets.UTF_8)).append(' '));
+                out.append("; processed nearby: ");
+                ledger.history.stream().filter(h -> h.partition() == p && Math.abs(h.offset() - o) <= 3)
+                        .forEach(h -> out.append(h.member()).append(':').append(h.offset()).append('@').append(h.nanos() / 1_000_000).append(' '));
+                out.append('\n');
+            }
+            out.append("ownership changes: ").append(ledger.ownership).append('\n');
+            for (String m : missing) {
+                String p = m.split("@")[0];
+                long o = Long.parseLong(m.split("@")[1]);
+                java.util.regex.Pattern at = java.util.regex.Pattern.compile("[{,]" + p + "=(\\d+)[,}]");
+                String before = "none";
+                String after = "none";
+                for (String c : ledger.commits) {
+                    var hit = at.matcher(c);
+                    if (hit.find()) {
+                        if (Long.parseLong(hit.group(1)) <= o) {
+                            before = c;
+                        } else if (after.equals("none")) {
+                            after = c;
+                        }
+                    }
+                }
+                out.append("partition ").append(p).append(": last commit at or below ").append(o).append(": ").append(before)
+                        .append("; first commit above it: ").append(after).append('\n');
+            }
+            try (Admin admin = Clients.admin(bootstrap)) {
+                out.append("committed: ").append(admin.listConsumerGroupOffsets(group)
+                        .partitionsToOffsetAndMetadata().get(20, TimeUnit.SECONDS));
+            }
+        } catch (Exception e) {
+            out.append("(diagnosis failed: ").append(e).append(')');
+        }
+        return out.toString();
     }
 
     static long ms(long sinceNanos) {

@@ -51,11 +51,22 @@ abstract class GroupMember implements AutoCloseable {
     }
 
     void assigned(Collection<Integer> ps) {
+        ledger.ownership.add(name + "+" + ps + "@" + System.nanoTime() / 1_000_000);
         owned.addAll(ps);
     }
 
     void revoked(Collection<Integer> ps) {
+        ledger.ownership.add(name + "-" + ps + "@" + System.nanoTime() / 1_000_000);
         owned.removeAll(ps);
+    }
+
+    /** The consumer's positions, which a commitSync() without arguments commits. */
+    static Map<Integer, Long> positions(KafkaConsumer<byte[], byte[]> c) {
+        Map<Integer, Long> m = new java.util.TreeMap<>();
+        for (TopicPartition tp : c.assignment()) {
+            m.put(tp.partition(), c.position(tp, Duration.ofSeconds(15)));
+        }
+        return m;
     }
 
     @Override
@@ -97,7 +108,9 @@ abstract class GroupMember implements AutoCloseable {
                     }
                     if (!records.isEmpty()) {
                         try {
+                            Map<Integer, Long> positions = positions(c);
                             c.commitSync(Duration.ofSeconds(15));
+                            ledger.committed(name, positions);
                         } catch (org.apache.kafka.common.errors.RebalanceInProgressException
                                  | org.apache.kafka.clients.consumer.CommitFailedException e) {
                             Log.info("%s: commit failed during a rebalance (records will be redelivered): %s", name, e);
@@ -160,6 +173,7 @@ abstract class GroupMember implements AutoCloseable {
                         case "ASSIGNED" -> assigned(parts(f));
                         case "REVOKED", "LOST" -> revoked(parts(f));
                         case "RECORD" -> ledger.processed(name, Integer.parseInt(f[1]), Long.parseLong(f[2]), f[3]);
+                        case "COMMITTED" -> ledger.commits.add(name + " " + (f.length > 1 ? f[1] : "") + " @" + System.nanoTime() / 1_000_000);
                         default -> Log.info("%s says: %s", name, line);
                     }
                 }

@@ -48,7 +48,9 @@ public final class GroupMemberMain {
                 }
                 if (!records.isEmpty()) {
                     try {
+                        String positions = GroupMember.positions(c).toString().replace(" ", "");
                         c.commitSync(Duration.ofSeconds(15));
+                        say("COMMITTED " + positions);
                     } catch (RuntimeException e) {
                         System.err.println("commit failed (records will be redelivered): " + e);
                     }

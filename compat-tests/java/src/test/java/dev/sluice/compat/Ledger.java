@@ -20,6 +20,10 @@ final class Ledger {
     final ConcurrentLinkedQueue<Processing> history = new ConcurrentLinkedQueue<>();
     final ConcurrentLinkedQueue<String> mismatches = new ConcurrentLinkedQueue<>();
     final AtomicInteger redelivered = new AtomicInteger();
+    /** "member {partition=position, ...} @ms" for every commitSync() that succeeded. */
+    final ConcurrentLinkedQueue<String> commits = new ConcurrentLinkedQueue<>();
+    /** "member+partitions@ms" and "member-partitions@ms", in the order the listeners reported them. */
+    final ConcurrentLinkedQueue<String> ownership = new ConcurrentLinkedQueue<>();
 
     static String at(int partition, long offset) {
         return partition + "@" + offset;
@@ -38,6 +42,10 @@ final class Ledger {
                 mismatches.add(at(partition, offset) + " read as " + before + " and later as " + value);
             }
         }
+    }
+
+    void committed(String member, Map<Integer, Long> positions) {
+        commits.add(member + " " + positions.toString().replace(" ", "") + " @" + System.nanoTime() / 1_000_000);
     }
 
     /** Produced records that no member has processed yet. */

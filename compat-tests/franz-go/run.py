@@ -14,8 +14,6 @@ they are recorded as excluded and not run.
 """
 import argparse
 import concurrent.futures
-import datetime
-import json
 import os
 import re
 import shutil
@@ -30,8 +28,8 @@ HERE = Path(__file__).resolve().parent
 COMPAT = HERE.parent
 sys.path.insert(0, str(COMPAT / "python"))
 from brokers import Broker  # noqa: E402  (stdlib only; shared with the Python suite)
+from suite_results import finish, read_allow  # noqa: E402
 
-RESULTS = COMPAT / ".cache" / "results"
 TEST_TIMEOUT_S = int(os.environ.get("FRANZ_GO_TEST_TIMEOUT_S", "240"))
 BROKER_HELPERS = {"adm", "newTestClient", "testClientOpts", "getSeedBrokers", "scramSeeds",
                   "oauthSeeds"}
@@ -62,14 +60,6 @@ def classify(pkgdir: Path):
                 changed = True
     return {n: n in broker for n in funcs if re.match(r"Test[A-Z_0-9]", n)}
 
-
-def read_allow(path: Path):
-    names = []
-    for line in path.read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            names.append(line)
-    return names
 
 
 def reason_from(output: str, name: str):
@@ -236,32 +226,10 @@ def main():
     seconds = round(time.monotonic() - t0)
 
     results = dict(sorted(results.items()))
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"franz-go-{args.broker}-{mode}.json"
-    doc = {"suite": "franz-go", "client": f"franz-go {args.version}", "client_version": args.version,
-           "broker": args.broker, "broker_detail": target, "mode": mode,
-           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "seconds": seconds, "records": args.records, "tests": results}
-    out.write_text(json.dumps(doc, indent=1) + "\n")
-
-    ran = {n: r for n, r in results.items() if r["status"] in ("pass", "fail", "skip")}
-    passed = sorted(n for n, r in ran.items() if r["status"] == "pass")
-    failed = sorted(n for n, r in ran.items() if r["status"] == "fail")
-    skipped = sorted(n for n, r in ran.items() if r["status"] == "skip")
-    excluded = sum(1 for r in results.values() if r["status"] == "excluded")
-    if mode == "all" and args.broker == "sluice":
-        new = [n for n in passed if n not in allow]
-        if new:
-            print("passing but not in tests.allow (add them):\n  " + "\n  ".join(new))
-    lost = [n for n in allow if n in ran and results[n]["status"] != "pass"]
-    if lost and args.broker == "sluice":
-        print("REGRESSION: allowlisted tests not passing:\n  " + "\n  ".join(lost))
-    print(f"run.py: {len(ran)} tests in {seconds} s ({excluded} unit tests excluded); results in "
-          f"{out}; logs in {run.logs}")
-    print(f"{len(passed)} passed, {len(failed)} failed, {len(skipped)} skipped")
-    if mode == "allow":
-        return 1 if lost or failed or skipped else 0
-    return 1 if failed else 0
+    return finish(suite="franz-go", client=f"franz-go {args.version}", client_version=args.version,
+                  broker=args.broker, broker_detail=target, mode=mode, seconds=seconds,
+                  results=results, allow=allow, logs=run.logs, excluded_note="unit tests excluded",
+                  extra={"records": args.records})
 
 
 if __name__ == "__main__":

@@ -42,20 +42,9 @@ build() {
   say "built in $(( $(date +%s) - t0 )) s"
 }
 
-args=() build_only=0 broker=sluice bin="$repo/target/release/sluice"
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --build-only) build_only=1 ;;
-    --kafka) broker=kafka; args+=(--kafka) ;;
-    --all) args+=(--all) ;;
-    --tests|-j) args+=("$1" "$2"); shift ;;
-    -j[0-9]*) args+=(-j "${1#-j}") ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
-    -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
-    *) bin="$1" ;;
-  esac
-  shift
-done
+# shellcheck source=../suite-args.sh
+source "$compat/suite-args.sh"
+suite_args 2,16 "$@"
 
 build
 [ "$build_only" = 1 ] && exit 0
@@ -63,8 +52,6 @@ pkgdir="$(cd "$here" && go list -m -f '{{.Dir}}' github.com/twmb/franz-go)/pkg/k
 if [ "$broker" = kafka ]; then
   ls "$compat/.cache/kafka/libs"/kafka_2.13-*.jar >/dev/null 2>&1 || "$compat/setup.sh"
 else
-  [ -x "$bin" ] || { echo "run.sh: $bin is not an executable; build it (cargo build --release) or pass its path" >&2; exit 2; }
-  bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
-  args+=(--sluice "$bin")
+  suite_sluice_bin
 fi
 exec python3 "$here/run.py" --testbin "$testbin" --pkgdir "$pkgdir" --version "$version" "${args[@]}"

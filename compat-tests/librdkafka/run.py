@@ -13,7 +13,6 @@ broker, or use librdkafka's in-process mock cluster), TEST_F_MANUAL and TEST_F_K
 """
 import argparse
 import concurrent.futures
-import datetime
 import json
 import os
 import re
@@ -29,8 +28,8 @@ HERE = Path(__file__).resolve().parent
 COMPAT = HERE.parent
 sys.path.insert(0, str(COMPAT / "python"))
 from brokers import Broker  # noqa: E402  (stdlib only; shared with the Python suite)
+from suite_results import finish, read_allow  # noqa: E402
 
-RESULTS = COMPAT / ".cache" / "results"
 KAFKA_LIBS = COMPAT / ".cache" / "kafka" / "libs"
 # What test.c's TEST_BRKVER checks compare with; the reference broker is Apache Kafka 4.1.2.
 BROKER_VERSION = "4.1.2"
@@ -99,14 +98,6 @@ def exclusion(test):
 def scenario_of(test):
     return next(s for s in test["scenario"].split(",") if s in SCENARIO_OVERRIDES)
 
-
-def read_allow(path: Path):
-    names = []
-    for line in path.read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            names.append(line)
-    return names
 
 
 def parse_summary(stdout: str):
@@ -343,32 +334,10 @@ def main():
 
     order = {t["name"]: i for i, t in enumerate(tests)}
     results = dict(sorted(results.items(), key=lambda kv: order.get(kv[0], 1 << 30)))
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"librdkafka-{args.broker}-{mode}.json"
-    doc = {"suite": "librdkafka", "client": f"librdkafka {args.version.split('-')[0]}",
-           "client_version": args.version, "broker": args.broker, "broker_detail": target,
-           "mode": mode, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "seconds": seconds, "tests": results}
-    out.write_text(json.dumps(doc, indent=1) + "\n")
-
-    ran = {n: r for n, r in results.items() if r["status"] in ("pass", "fail", "skip")}
-    passed = sorted(n for n, r in ran.items() if r["status"] == "pass")
-    failed = sorted(n for n, r in ran.items() if r["status"] == "fail")
-    skipped = sorted(n for n, r in ran.items() if r["status"] == "skip")
-    excluded = sum(1 for r in results.values() if r["status"] == "excluded")
-    if mode == "all" and args.broker == "sluice":
-        new = [n for n in passed if n not in allow]
-        if new:
-            print("passing but not in tests.allow (add them):\n  " + "\n  ".join(new))
-    lost = [n for n in allow if n in ran and results[n]["status"] != "pass"]
-    if lost and args.broker == "sluice":
-        print("REGRESSION: allowlisted tests not passing:\n  " + "\n  ".join(lost))
-    print(f"run.py: {len(ran)} tests in {seconds} s ({excluded} excluded); results in {out}; "
-          f"logs in {run.logs}")
-    print(f"{len(passed)} passed, {len(failed)} failed, {len(skipped)} skipped")
-    if mode == "allow":
-        return 1 if lost or failed or skipped else 0
-    return 1 if failed else 0
+    return finish(suite="librdkafka", client=f"librdkafka {args.version.split('-')[0]}",
+                  client_version=args.version,
+                  broker=args.broker, broker_detail=target, mode=mode, seconds=seconds,
+                  results=results, allow=allow, logs=run.logs)
 
 
 if __name__ == "__main__":

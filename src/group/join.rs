@@ -63,7 +63,7 @@ impl GroupCoordinator {
         let now_ms = self.clock.now_ms();
         let group_id = request.group_id.to_string();
         let join = JoinRequest::new(&request, version, client_id, client_host);
-        let mut inner = self.lock();
+        let mut inner = self.lock_at(now_ms);
         if inner.shut_down {
             return Joined::error(ResponseError::NotCoordinator, &join.member_id);
         }

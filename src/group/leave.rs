@@ -58,7 +58,7 @@ impl GroupCoordinator {
         mut leavers: Vec<Leaver>,
     ) -> Result<Vec<Leaver>, ResponseError> {
         let now_ms = self.clock.now_ms();
-        let mut inner = self.lock();
+        let mut inner = self.lock_at(now_ms);
         if inner.shut_down {
             return Err(ResponseError::NotCoordinator);
         }

@@ -240,6 +240,19 @@ impl GroupCoordinator {
         }
     }
 
+    /// Locks for a request at `now_ms`, first running every timer already due. A request then
+    /// never sees a member whose session is over or a join phase whose time is up merely because
+    /// the next `tick` has not come yet: to clients, timers fire at their deadlines, as Kafka's
+    /// do (librdkafka's 0081_admin deletes a group a few milliseconds after its last session
+    /// ends).
+    fn lock_at(&self, now_ms: i64) -> MutexGuard<'_, Inner> {
+        let mut inner = self.lock();
+        if !inner.shut_down && now_ms >= inner.wakeup_ms {
+            rebalance::fire_timers(&mut inner, &self.ctx(now_ms));
+        }
+        inner
+    }
+
     /// A panic while the lock was held leaves groups as they were at that point; carrying on
     /// serves the other groups, which is better than failing every request from then on.
     fn lock(&self) -> MutexGuard<'_, Inner> {

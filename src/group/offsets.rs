@@ -69,7 +69,7 @@ impl GroupCoordinator {
                     .collect()
             })
             .collect();
-        let mut inner = self.lock();
+        let mut inner = self.lock_at(now_ms);
         let group_id = request.group_id.to_string();
         let group_error = self
             .validate_offset_commit(&mut inner, &request, version, now_ms)
@@ -212,7 +212,7 @@ impl GroupCoordinator {
         request: OffsetDeleteRequest,
         _version: i16,
     ) -> OffsetDeleteResponse {
-        let mut inner = self.lock();
+        let mut inner = self.lock_at(self.clock.now_ms());
         match self.offset_delete_locked(&mut inner, &request) {
             Ok(topics) => OffsetDeleteResponse::default().with_topics(topics),
             Err(error) => OffsetDeleteResponse::default().with_error_code(error.code()),

@@ -39,7 +39,7 @@ impl GroupCoordinator {
 
     fn sync_now_or_park(&self, request: SyncGroupRequest) -> Synced {
         let now_ms = self.clock.now_ms();
-        let mut inner = self.lock();
+        let mut inner = self.lock_at(now_ms);
         if inner.shut_down {
             return Synced::Now(SyncOutcome::error(ResponseError::NotCoordinator));
         }
@@ -67,7 +67,7 @@ impl GroupCoordinator {
 
     fn heartbeat_locked(&self, request: &HeartbeatRequest) -> Result<(), ResponseError> {
         let now_ms = self.clock.now_ms();
-        let mut inner = self.lock();
+        let mut inner = self.lock_at(now_ms);
         if inner.shut_down {
             return Err(ResponseError::NotCoordinator);
         }

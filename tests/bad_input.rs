@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::groups::{self, join_request};
 use common::{Client, TestBroker};
 use kafka_protocol::messages::*;
 
@@ -121,4 +122,116 @@ async fn pipelined_requests_are_answered_in_order() {
             correlation_id
         );
     }
+}
+
+/// A JoinGroup whose protocol metadata makes the frame larger than `socket.request.max.bytes`
+/// closes its connection (as any oversized request does) and creates no group; a group on
+/// another connection carries on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn join_group_larger_than_the_request_limit_closes_only_its_connection() {
+    let broker = TestBroker::start(&[
+        ("socket.request.max.bytes", "1048576"),
+        ("group.initial.rebalance.delay.ms", "0"),
+    ])
+    .await;
+    let mut other = broker.client().await;
+    let (member_id, generation_id) = groups::form_group(&mut other, "other").await;
+
+    let mut client = broker.client().await;
+    let big = join_request("big", "").with_protocols(vec![
+        join_group_request::JoinGroupRequestProtocol::default()
+            .with_name("range".into())
+            .with_metadata(bytes::Bytes::from(vec![7u8; 2 << 20])),
+    ]);
+    let (_, frame) = client.frame(ApiKey::JoinGroup, 5, &big);
+    client.send_raw(&frame).await;
+    assert!(
+        client.is_closed().await,
+        "oversized JoinGroup: connection should be closed"
+    );
+
+    let described = groups::describe(&mut other, "big").await;
+    assert_eq!(
+        described.group_state.as_str(),
+        "Dead",
+        "no group was created"
+    );
+    let code = groups::heartbeat(&mut other, "other", &member_id, generation_id).await;
+    assert_eq!(code, 0, "the other group is unaffected");
+}
+
+/// Kafka's answers when a group outgrows its limits: with `group.max.size` members already
+/// waiting in the join phase, the next joiner gets GROUP_MAX_SIZE_REACHED (81) at its first
+/// JoinGroup; protocol metadata that fits in a request but makes the group's metadata record
+/// larger than `__consumer_offsets`' `max.message.bytes` fails the leader's SyncGroup with
+/// UNKNOWN_SERVER_ERROR (-1) and the group rebalances. Other groups are unaffected throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn groups_over_their_size_limits_get_kafkas_errors() {
+    let broker = TestBroker::start(&[
+        ("group.max.size", "2"),
+        ("group.initial.rebalance.delay.ms", "1500"),
+    ])
+    .await;
+    // Two members park in the initial join phase of "full".
+    let mut parked = Vec::new();
+    for _ in 0..2 {
+        let mut client = broker.client().await;
+        let first: JoinGroupResponse = client
+            .call(ApiKey::JoinGroup, 5, &join_request("full", ""))
+            .await;
+        assert_eq!(first.error_code, 79, "MEMBER_ID_REQUIRED");
+        let rejoin = join_request("full", first.member_id.as_str());
+        parked.push(tokio::spawn(async move {
+            let response: JoinGroupResponse = client.call(ApiKey::JoinGroup, 5, &rejoin).await;
+            response.error_code
+        }));
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let mut third = broker.client().await;
+    let refused: JoinGroupResponse = third
+        .call(ApiKey::JoinGroup, 5, &join_request("full", ""))
+        .await;
+    assert_eq!(refused.error_code, 81, "GROUP_MAX_SIZE_REACHED");
+    assert_eq!(refused.member_id.as_str(), "");
+    let mut other = broker.client().await;
+    let (member_id, generation_id) = groups::form_group(&mut other, "other").await;
+    for join in parked {
+        assert_eq!(
+            join.await.unwrap(),
+            0,
+            "the two members form their generation"
+        );
+    }
+
+    // 1.5 MB of metadata: a legal request, but a record over max.message.bytes (1048588).
+    let mut big = broker.client().await;
+    let request = join_request("big", "").with_protocols(vec![
+        join_group_request::JoinGroupRequestProtocol::default()
+            .with_name("range".into())
+            .with_metadata(bytes::Bytes::from(vec![7u8; 1_500_000])),
+    ]);
+    let first: JoinGroupResponse = big.call(ApiKey::JoinGroup, 5, &request).await;
+    let member = first.member_id.clone();
+    let joined: JoinGroupResponse = big
+        .call(
+            ApiKey::JoinGroup,
+            5,
+            &request.with_member_id(member.clone()),
+        )
+        .await;
+    assert_eq!(joined.error_code, 0);
+    let sync = SyncGroupRequest::default()
+        .with_group_id(GroupId(
+            kafka_protocol::protocol::StrBytes::from_static_str("big"),
+        ))
+        .with_member_id(member.clone())
+        .with_generation_id(joined.generation_id);
+    let synced: SyncGroupResponse = big.call(ApiKey::SyncGroup, 3, &sync).await;
+    assert_eq!(synced.error_code, -1, "UNKNOWN_SERVER_ERROR");
+    let code = groups::heartbeat(&mut big, "big", &member, joined.generation_id).await;
+    assert_eq!(code, 27, "REBALANCE_IN_PROGRESS");
+
+    let code = groups::heartbeat(&mut other, "other", &member_id, generation_id).await;
+    assert_eq!(code, 0, "the other group is unaffected");
+    assert_still_serving(&broker).await;
 }

@@ -11,6 +11,9 @@
 - kafka-python: a 2-member group with explicit commit(); a later member resumes at the commits.
 - kcat: `kcat -G` balanced consumer, committed offsets and `-o beginning`.
 - Static membership (group.instance.id): a rejoin within the session timeout is no rebalance.
+- Group membership across kill -9 (control): the group comes back Stable with its members and
+  assignment, members that keep heartbeating are not rebalanced, and Kafka's DumpLogSegments
+  --offsets-decoder decodes the stored GroupMetadata record.
 - Committed offsets across a graceful restart and across kill -9 (control).
 - The idempotent producer across two broker kill -9s mid-stream (control): exactly once, in order.
 - Kafka's `kafka-consumer-groups` tool: --list, --describe (--state, --members --verbose),
@@ -27,6 +30,7 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KpTopicPartition
 
@@ -34,7 +38,8 @@ from groups import (Committed, KeyedStream, NumberedStream, WorkerProc, covered_
                     record_result, wait_until)
 from helpers import (consume_partitions, create_topic, deadline_after, make_producer, produce_all,
                      unique, watermarks)
-from kafka_tools import consumer_groups, table
+from kafka_tools import consumer_groups, dump_log_segments, table
+from segments import segment_files
 
 GROUP_OVERRIDES = {"group.initial.rebalance.delay.ms": 300}
 BROKER_OVERRIDES = GROUP_OVERRIDES  # read by conftest.py's module-scoped `broker`
@@ -338,10 +343,10 @@ def test_kcat_balanced_consumer(broker):
 class StaticMember:
     """A confluent consumer with group.instance.id, polled by the test; records rebalance events."""
 
-    def __init__(self, bootstrap, group, topic, instance, events):
+    def __init__(self, bootstrap, group, topic, instance, events, session_ms=6000):
         self.instance, self.events = instance, events
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                                  "group.instance.id": instance, "session.timeout.ms": 6000,
+                                  "group.instance.id": instance, "session.timeout.ms": session_ms,
                                   "heartbeat.interval.ms": 1000, "enable.auto.commit": False,
                                   "auto.offset.reset": "earliest"})
         self.consumer.subscribe([topic], on_assign=self._cb("assign"), on_revoke=self._cb("revoke"),
@@ -413,6 +418,75 @@ def test_static_membership(broker):
     finally:
         for m in members:
             m.consumer.close()
+
+
+# -- group membership across kill -9, and Kafka's decoder on the stored records -------------------
+def describe_group(bootstrap, group):
+    """(state name, {instance id: (member id, client id, sorted partitions)}) via the AdminClient."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    desc = admin.describe_consumer_groups([group], request_timeout=10)[group].result(timeout=30)
+    members = {m.group_instance_id: (m.member_id, m.client_id,
+                                     sorted(tp.partition for tp in m.assignment.topic_partitions))
+               for m in desc.members}
+    return desc.state.name, members
+
+
+@pytest.mark.control
+def test_group_resumes_after_kill9_and_kafka_decodes_its_records(broker_factory):
+    """A Stable group is stored when its rebalance completes. After kill -9 and a restart,
+    DescribeGroups shows it Stable with the same members and assignment, and members that keep
+    heartbeating through the restart are not rebalanced. Then Kafka's DumpLogSegments
+    --offsets-decoder reads the group's records in __consumer_offsets."""
+    b = broker_factory(GROUP_OVERRIDES)
+    parts, topic, group = 4, unique("grp-kill9"), unique("g-kill9")
+    create_topic(b.bootstrap, topic, parts)
+    events = []
+    # Sessions outlast a broker restart (Kafka's takes several seconds).
+    members = [StaticMember(b.bootstrap, group, topic, f"instance-{i}", events, session_ms=60000)
+               for i in range(2)]
+
+    def tick():
+        for m in members:
+            m.poll()
+
+    def shared():
+        owned = [m.owned() for m in members]
+        return all(owned) and sorted(p for o in owned for p in o) == list(range(parts))
+
+    try:
+        wait_until(shared, 60, lambda: f"not shared: {[m.owned() for m in members]}", tick)
+        state, before = describe_group(b.bootstrap, group)
+        assert state == "STABLE" and len(before) == 2, (state, before)
+        owned = {m.instance: m.owned() for m in members}
+        assert {i: d[2] for i, d in before.items()} == owned
+        t_kill = time.monotonic()
+        b.kill9()
+        b.start()
+        end = deadline_after(8)  # several heartbeats after the restart
+        while time.monotonic() < end:
+            tick()
+        state, after = describe_group(b.bootstrap, group)
+        assert (state, after) == ("STABLE", before), f"before the kill {before}, after {state} {after}"
+        moved = [e for e in events if e[0] > t_kill]
+        assert not moved, f"members were rebalanced after the restart: {moved}"
+        assert {m.instance: m.owned() for m in members} == owned
+    finally:
+        for m in members:
+            m.consumer.close()
+    b.stop()
+
+    # The group's records: offset commits (none here) and GroupMetadata, as Kafka decodes them.
+    logs = [f for p in range(50) for f in segment_files(b.partition_dir("__consumer_offsets", p), ".log")
+            if f.stat().st_size > 0]
+    dump = dump_log_segments(logs, "--offsets-decoder")
+    lines = [line for line in dump.splitlines() if group in line and "protocolType" in line]
+    assert lines, f"no GroupMetadata record of {group} decoded:\n{dump[-3000:]}"
+    last = lines[-1]
+    print(f"{b.kind}: {last}")
+    for text in ['"protocolType":"consumer"', '"protocol":"range"', *before]:
+        assert text in last, f"{text} missing from the decoded record: {last}"
+    for member_id, _, _ in before.values():
+        assert member_id in last, f"{member_id} missing from the decoded record: {last}"
 
 
 # -- committed offsets across restart and kill -9 ------------------------------------------------

@@ -21,7 +21,7 @@ const CLASSIC_GROUP_TYPE: &str = "classic";
 impl GroupCoordinator {
     /// Lists groups, filtered by state (v4+) and type (v5), both case-insensitively as Kafka does.
     pub fn list_groups(&self, request: ListGroupsRequest, version: i16) -> ListGroupsResponse {
-        let inner = self.lock();
+        let inner = self.lock_at(self.clock.now_ms());
         if inner.shut_down {
             return ListGroupsResponse::default()
                 .with_error_code(ResponseError::NotCoordinator.code());
@@ -64,7 +64,7 @@ impl GroupCoordinator {
         request: DescribeGroupsRequest,
         version: i16,
     ) -> DescribeGroupsResponse {
-        let inner = self.lock();
+        let inner = self.lock_at(self.clock.now_ms());
         let groups = request
             .groups
             .iter()
@@ -79,7 +79,7 @@ impl GroupCoordinator {
         request: DeleteGroupsRequest,
         _version: i16,
     ) -> DeleteGroupsResponse {
-        let mut inner = self.lock();
+        let mut inner = self.lock_at(self.clock.now_ms());
         let results = request
             .groups_names
             .iter()

@@ -8,6 +8,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use tokio::sync::oneshot;
 
+use super::persist;
 use super::rebalance::{self, Ctx};
 use super::state::{ClassicGroup, GroupState, JoinOutcome, Member, Protocol};
 use super::{GroupCoordinator, NEW_MEMBER_JOIN_TIMEOUT_MS};
@@ -62,7 +63,7 @@ impl GroupCoordinator {
         let now_ms = self.clock.now_ms();
         let group_id = request.group_id.to_string();
         let join = JoinRequest::new(&request, version, client_id, client_host);
-        let mut inner = self.lock();
+        let mut inner = self.lock_at(now_ms);
         if inner.shut_down {
             return Joined::error(ResponseError::NotCoordinator, &join.member_id);
         }
@@ -83,10 +84,7 @@ impl GroupCoordinator {
             let group = ClassicGroup::new(&group_id, Some(now_ms));
             inner.groups.insert(group_id.clone(), group);
         }
-        let ctx = Ctx {
-            config: &self.config,
-            now_ms,
-        };
+        let ctx = self.ctx(now_ms);
         let joined = match inner.groups.get_mut(&group_id) {
             Some(group) => join_group_locked(group, &ctx, join),
             None => Joined::error(ResponseError::UnknownServerError, ""),
@@ -296,6 +294,13 @@ fn update_static_member(
     new_member_id: String,
 ) -> Joined {
     let current_leader = group.leader_id.clone().unwrap_or_default();
+    let previous = group.member(old_member_id).map(|m| {
+        (
+            m.protocols.clone(),
+            m.rebalance_timeout_ms,
+            m.session_timeout_ms,
+        )
+    });
     group.replace_static_member(old_member_id, &new_member_id);
     let version = join.version;
     let session_deadline_ms = ctx.session_deadline(join.session_timeout_ms);
@@ -311,6 +316,18 @@ fn update_static_member(
 
     match group.state {
         GroupState::Stable if group.protocol_name == group.select_protocol() => {
+            // The new member id must survive a restart, or the member would be fenced by it.
+            if let Err(error) = persist::store_group(group, ctx) {
+                let outcome = JoinOutcome {
+                    leader: current_leader,
+                    ..JoinOutcome::error(error, "")
+                };
+                if let Some(member) = group.member_mut(&new_member_id) {
+                    member.complete_join(outcome);
+                }
+                revert_static_member(group, ctx, &new_member_id, old_member_id, previous);
+                return Joined::Parked(receiver);
+            }
             let is_leader = group.is_leader(&new_member_id);
             // Below v9 the old leader id is returned, so that a restarted leader does not think
             // it leads and compute an assignment that a Stable group would never hand out.
@@ -345,6 +362,29 @@ fn update_static_member(
         }
     }
     Joined::Parked(receiver)
+}
+
+/// Undoes `update_static_member` after its record could not be stored: the instance goes back
+/// to its old member id, protocols and timeouts (Kafka does the same).
+fn revert_static_member(
+    group: &mut ClassicGroup,
+    ctx: &Ctx,
+    new_member_id: &str,
+    old_member_id: &str,
+    previous: Option<(Vec<Protocol>, i32, i32)>,
+) {
+    group.replace_static_member(new_member_id, old_member_id);
+    let Some(member) = group.member_mut(old_member_id) else {
+        return;
+    };
+    if let Some((protocols, rebalance_timeout_ms, session_timeout_ms)) = previous {
+        member.protocols = protocols;
+        member.rebalance_timeout_ms = rebalance_timeout_ms;
+        member.session_timeout_ms = session_timeout_ms;
+    }
+    let deadline_ms = ctx.session_deadline(member.session_timeout_ms);
+    group.reschedule_heartbeat(old_member_id, deadline_ms);
+    tracing::warn!(group_id = %group.group_id, old_member_id, new_member_id, "could not store the replaced static member; reverted");
 }
 
 /// Updates a member's protocols, timeouts and parked join without starting a rebalance.

@@ -8,7 +8,7 @@ use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use super::rebalance::{self, Ctx};
+use super::rebalance;
 use super::state::{ClassicGroup, GroupState, JoinOutcome};
 use super::GroupCoordinator;
 
@@ -58,7 +58,7 @@ impl GroupCoordinator {
         mut leavers: Vec<Leaver>,
     ) -> Result<Vec<Leaver>, ResponseError> {
         let now_ms = self.clock.now_ms();
-        let mut inner = self.lock();
+        let mut inner = self.lock_at(now_ms);
         if inner.shut_down {
             return Err(ResponseError::NotCoordinator);
         }
@@ -75,10 +75,7 @@ impl GroupCoordinator {
         for leaver in &mut leavers {
             leaver.error = remove_leaver(group, leaver).err();
         }
-        let ctx = Ctx {
-            config: &self.config,
-            now_ms,
-        };
+        let ctx = self.ctx(now_ms);
         if leavers.iter().any(|l| l.error.is_none()) {
             match group.state {
                 GroupState::Stable | GroupState::CompletingRebalance => {

@@ -7,12 +7,15 @@
 //! [`OffsetStore`] in `__consumer_offsets`' record formats (`records.rs`). It deliberately does not
 //! own: the store itself, FindCoordinator (every group lives here), request framing, topic
 //! metadata (the caller says which partitions exist), or the KIP-848 "consumer" protocol. Group
-//! membership is not persisted: after a restart, groups come back Empty with their offsets and
-//! members simply rejoin, which every client handles.
+//! membership is persisted as Kafka does (`persist.rs`): after a restart a group comes back
+//! Empty, or Stable with the members, generation and assignments of its last completed
+//! rebalance, and members that keep heartbeating keep their assignment.
 //!
 //! Layout: `state.rs` one group's bookkeeping; `rebalance.rs` the state machine and its timers;
 //! `join.rs`, `sync.rs` (SyncGroup, Heartbeat), `leave.rs`, `offsets.rs` (OffsetCommit,
-//! OffsetDelete, expiry), `offset_fetch.rs`, `admin.rs` one API family each.
+//! OffsetDelete, expiry), `offset_fetch.rs`, `admin.rs` one API family each; `persist.rs` what
+//! is stored about membership and how it is restored; `records.rs` and `group_record.rs` the
+//! record formats.
 //!
 //! Concurrency: one mutex guards every group. It is never held across an `.await`: a JoinGroup or
 //! SyncGroup that must wait parks on a oneshot channel that a later request, `tick` or `shutdown`
@@ -21,10 +24,12 @@
 //! [`OffsetStore`] must therefore never call back into the coordinator.
 
 mod admin;
+pub mod group_record;
 mod join;
 mod leave;
 mod offset_fetch;
 mod offsets;
+mod persist;
 mod rebalance;
 pub mod records;
 mod state;
@@ -39,6 +44,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use bytes::Bytes;
 
 use crate::time::Clock;
+use rebalance::Ctx;
 use records::RecordKey;
 use state::{ClassicGroup, CommittedOffset, JoinOutcome, SyncOutcome};
 
@@ -80,12 +86,45 @@ impl Default for GroupConfig {
     }
 }
 
-/// Where committed offsets (and group tombstones) are made durable. sluice implements it with the
-/// internal topic `__consumer_offsets`; records use Kafka's formats (see [`records`]).
+/// Why an [`OffsetStore`] append failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreError {
+    /// The records make a batch larger than the offsets topic's `max.message.bytes` (Kafka's
+    /// RECORD_TOO_LARGE); nothing was written.
+    TooLarge {
+        batch_bytes: usize,
+        max_bytes: usize,
+    },
+    /// The log could not be written.
+    Io(String),
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::TooLarge {
+                batch_bytes,
+                max_bytes,
+            } => write!(
+                f,
+                "a batch of {batch_bytes} bytes exceeds max.message.bytes ({max_bytes})"
+            ),
+            StoreError::Io(message) => f.write_str(message),
+        }
+    }
+}
+
+/// Where committed offsets and group metadata are made durable. sluice implements it with the
+/// internal topic `__consumer_offsets`; records use Kafka's formats (see [`records`] and
+/// [`group_record`]).
 pub trait OffsetStore: Send + Sync {
-    /// Durably appends the records of one group (all to the same __consumer_offsets partition);
-    /// returns only once stored.
-    fn append(&self, group_id: &str, records: Vec<(Bytes, Option<Bytes>)>) -> Result<(), String>;
+    /// Durably appends the records of one group (all to the same __consumer_offsets partition)
+    /// as one batch, all or nothing; returns only once stored.
+    fn append(
+        &self,
+        group_id: &str,
+        records: Vec<(Bytes, Option<Bytes>)>,
+    ) -> Result<(), StoreError>;
     /// Every record ever appended, in order (replayed once at start-up; later records win,
     /// tombstones delete).
     fn load(&self) -> Result<Vec<(Bytes, Option<Bytes>)>, String>;
@@ -117,22 +156,22 @@ impl Inner {
 }
 
 impl GroupCoordinator {
-    /// Builds the coordinator and replays `store.load()`: committed offsets come back, each in an
-    /// Empty group. A record that cannot be decoded fails start-up rather than losing offsets.
+    /// Builds the coordinator and replays `store.load()`: committed offsets and groups come back
+    /// as their last records left them (`persist.rs`), and restored members' sessions start now.
+    /// A record that cannot be decoded fails start-up rather than losing offsets.
     pub fn new(
         config: GroupConfig,
         clock: Arc<dyn Clock>,
         store: Arc<dyn OffsetStore>,
     ) -> Result<Arc<GroupCoordinator>, String> {
-        let mut groups = HashMap::new();
+        let mut replay = persist::Replay::default();
         for (key, value) in store.load()? {
-            replay_record(&mut groups, &key, value.as_deref())?;
+            replay_record(&mut replay, &key, value.as_deref())?;
         }
-        // Groups whose offsets were all deleted leave no trace, as after a compaction.
-        groups.retain(|_, group: &mut ClassicGroup| group.has_offsets());
-        tracing::info!(groups = groups.len(), "loaded committed offsets");
+        let groups = replay.finish();
+        tracing::info!(groups = groups.len(), "loaded groups and committed offsets");
         let now_ms = clock.now_ms();
-        Ok(Arc::new(GroupCoordinator {
+        let coordinator = Arc::new(GroupCoordinator {
             config,
             clock,
             store,
@@ -142,7 +181,29 @@ impl GroupCoordinator {
                 next_offsets_check_ms: now_ms.saturating_add(OFFSETS_RETENTION_CHECK_INTERVAL_MS),
                 shut_down: false,
             }),
-        }))
+        });
+        coordinator.on_loaded(now_ms);
+        Ok(coordinator)
+    }
+
+    fn on_loaded(&self, now_ms: i64) {
+        let ctx = self.ctx(now_ms);
+        let mut inner = self.lock();
+        let mut wakeup_ms = i64::MAX;
+        for group in inner.groups.values_mut() {
+            persist::on_loaded(group, &ctx);
+            wakeup_ms = wakeup_ms.min(group.wakeup_ms);
+        }
+        inner.wakeup_ms = wakeup_ms;
+    }
+
+    /// What an operation at `now_ms` works with.
+    fn ctx(&self, now_ms: i64) -> Ctx<'_> {
+        Ctx {
+            config: &self.config,
+            now_ms,
+            store: self.store.as_ref(),
+        }
     }
 
     /// Drives time: completes join phases (initial delay, rebalance timeout), expires sessions,
@@ -155,7 +216,7 @@ impl GroupCoordinator {
             return;
         }
         if now_ms >= inner.wakeup_ms {
-            rebalance::fire_timers(&mut inner, &self.config, now_ms);
+            rebalance::fire_timers(&mut inner, &self.ctx(now_ms));
         }
         if now_ms >= inner.next_offsets_check_ms {
             inner.next_offsets_check_ms =
@@ -179,6 +240,19 @@ impl GroupCoordinator {
         }
     }
 
+    /// Locks for a request at `now_ms`, first running every timer already due. A request then
+    /// never sees a member whose session is over or a join phase whose time is up merely because
+    /// the next `tick` has not come yet: to clients, timers fire at their deadlines, as Kafka's
+    /// do (librdkafka's 0081_admin deletes a group a few milliseconds after its last session
+    /// ends).
+    fn lock_at(&self, now_ms: i64) -> MutexGuard<'_, Inner> {
+        let mut inner = self.lock();
+        if !inner.shut_down && now_ms >= inner.wakeup_ms {
+            rebalance::fire_timers(&mut inner, &self.ctx(now_ms));
+        }
+        inner
+    }
+
     /// A panic while the lock was held leaves groups as they were at that point; carrying on
     /// serves the other groups, which is better than failing every request from then on.
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -190,10 +264,11 @@ impl GroupCoordinator {
 
 /// Applies one stored record to the groups being rebuilt at start-up.
 fn replay_record(
-    groups: &mut HashMap<String, ClassicGroup>,
+    replay: &mut persist::Replay,
     key: &[u8],
     value: Option<&[u8]>,
 ) -> Result<(), String> {
+    let groups = &mut replay.groups;
     match records::decode_key(key)? {
         RecordKey::OffsetCommit {
             group_id,
@@ -224,9 +299,7 @@ fn replay_record(
                 }
             }
         },
-        // Group metadata values carry membership, which is not restored; a tombstone after
-        // DeleteGroups is always preceded by tombstones for the offsets.
-        RecordKey::GroupMetadata { .. } => {}
+        RecordKey::GroupMetadata { group_id } => replay.group_metadata(&group_id, value)?,
         RecordKey::Other { record_type } => {
             tracing::debug!(
                 record_type,

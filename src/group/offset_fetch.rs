@@ -51,7 +51,7 @@ type FetchedTopics = Vec<(String, Vec<Fetched>)>;
 
 impl GroupCoordinator {
     pub fn offset_fetch(&self, request: OffsetFetchRequest, version: i16) -> OffsetFetchResponse {
-        let inner = self.lock();
+        let inner = self.lock_at(self.clock.now_ms());
         if version >= 8 {
             let groups = request
                 .groups

@@ -15,7 +15,6 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::ResponseError;
 
-use super::rebalance::Ctx;
 use super::records::{self, OffsetCommitValue};
 use super::state::{ClassicGroup, CommittedOffset, GroupState, CONSUMER_PROTOCOL_TYPE};
 use super::{GroupCoordinator, Inner};
@@ -70,7 +69,7 @@ impl GroupCoordinator {
                     .collect()
             })
             .collect();
-        let mut inner = self.lock();
+        let mut inner = self.lock_at(now_ms);
         let group_id = request.group_id.to_string();
         let group_error = self
             .validate_offset_commit(&mut inner, &request, version, now_ms)
@@ -153,10 +152,7 @@ impl GroupCoordinator {
             GroupState::CompletingRebalance => Err(ResponseError::RebalanceInProgress),
             // A commit is as good as a heartbeat while the group is not rebalancing its sync.
             GroupState::Stable | GroupState::PreparingRebalance => {
-                let ctx = Ctx {
-                    config: &self.config,
-                    now_ms,
-                };
+                let ctx = self.ctx(now_ms);
                 let session_timeout_ms =
                     group.member(member_id).map_or(0, |m| m.session_timeout_ms);
                 group.reschedule_heartbeat(member_id, ctx.session_deadline(session_timeout_ms));
@@ -201,17 +197,13 @@ impl GroupCoordinator {
         Ok(())
     }
 
-    /// Appends to the store. A failure is reported as COORDINATOR_NOT_AVAILABLE, which clients
-    /// retry, as Kafka maps its own write failures.
+    /// Appends to the store; a failure becomes the error Kafka answers (`persist::append`).
     pub(crate) fn append(
         &self,
         group_id: &str,
         batch: Vec<(bytes::Bytes, Option<bytes::Bytes>)>,
     ) -> Result<(), ResponseError> {
-        self.store.append(group_id, batch).map_err(|e| {
-            tracing::warn!(group_id, "cannot store __consumer_offsets records: {e}");
-            ResponseError::CoordinatorNotAvailable
-        })
+        super::persist::append(self.store.as_ref(), group_id, batch)
     }
 
     /// Deletes the offsets of topics no member subscribes to.
@@ -220,7 +212,7 @@ impl GroupCoordinator {
         request: OffsetDeleteRequest,
         _version: i16,
     ) -> OffsetDeleteResponse {
-        let mut inner = self.lock();
+        let mut inner = self.lock_at(self.clock.now_ms());
         match self.offset_delete_locked(&mut inner, &request) {
             Ok(topics) => OffsetDeleteResponse::default().with_topics(topics),
             Err(error) => OffsetDeleteResponse::default().with_error_code(error.code()),

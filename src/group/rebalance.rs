@@ -15,13 +15,16 @@
 
 use kafka_protocol::ResponseError;
 
+use super::persist;
 use super::state::{ClassicGroup, DueTimer, GroupState, JoinOutcome, JoinTimer, SyncOutcome};
-use super::{GroupConfig, Inner};
+use super::{GroupConfig, Inner, OffsetStore};
 
-/// The clock reading and settings one operation works with.
+/// The clock reading, settings and store one operation works with.
 pub(crate) struct Ctx<'a> {
     pub config: &'a GroupConfig,
     pub now_ms: i64,
+    /// Where group-metadata records go; written under the coordinator's lock, like offsets.
+    pub store: &'a dyn OffsetStore,
 }
 
 impl Ctx<'_> {
@@ -131,6 +134,7 @@ pub(crate) fn complete_join(group: &mut ClassicGroup, ctx: &Ctx) {
     init_next_generation(group, ctx);
     if group.state == GroupState::Empty {
         tracing::info!(group_id = %group.group_id, generation_id = group.generation_id, "group is now empty");
+        persist::store_empty_group(group, ctx);
         return;
     }
     tracing::info!(
@@ -284,12 +288,11 @@ pub(crate) fn remove_member_and_update_group(
 
 /// Runs every due timer of every group whose wake-up time has come, then recomputes the
 /// coordinator-wide wake-up time.
-pub(crate) fn fire_timers(inner: &mut Inner, config: &GroupConfig, now_ms: i64) {
-    let ctx = Ctx { config, now_ms };
+pub(crate) fn fire_timers(inner: &mut Inner, ctx: &Ctx) {
     let mut wakeup_ms = i64::MAX;
     for group in inner.groups.values_mut() {
-        if group.wakeup_ms <= now_ms {
-            fire_due_timers(group, &ctx);
+        if group.wakeup_ms <= ctx.now_ms {
+            fire_due_timers(group, ctx);
             group.wakeup_ms = group.next_deadline_ms();
         }
         wakeup_ms = wakeup_ms.min(group.wakeup_ms);

@@ -11,7 +11,8 @@
 //! group-metadata key  i16 2 | string group
 //! ```
 //!
-//! This module only converts bytes; it does not decide what is written or when.
+//! The group-metadata value (membership) is in `group_record.rs`. This module only converts
+//! bytes; it does not decide what is written or when.
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -159,7 +160,7 @@ pub fn offsets_partition_for(group_id: &str, partition_count: i32) -> i32 {
     positive % partition_count.max(1)
 }
 
-fn put_string(buf: &mut BytesMut, s: &str) -> Result<(), String> {
+pub(super) fn put_string(buf: &mut BytesMut, s: &str) -> Result<(), String> {
     let length = i16::try_from(s.len())
         .map_err(|_| format!("string of {} bytes is too long for a record", s.len()))?;
     buf.put_i16(length);
@@ -169,13 +170,17 @@ fn put_string(buf: &mut BytesMut, s: &str) -> Result<(), String> {
 
 /// A bounds-checked cursor: records come from disk, so a short or garbled one is an error, never
 /// a panic.
-struct Reader<'a> {
+pub(super) struct Reader<'a> {
     bytes: &'a [u8],
     position: usize,
 }
 
-impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Result<&[u8], String> {
+impl<'a> Reader<'a> {
+    pub(super) fn new(bytes: &'a [u8]) -> Reader<'a> {
+        Reader { bytes, position: 0 }
+    }
+
+    pub(super) fn take(&mut self, n: usize) -> Result<&[u8], String> {
         let end = self
             .position
             .checked_add(n)
@@ -186,29 +191,29 @@ impl Reader<'_> {
         Ok(slice)
     }
 
-    fn i16(&mut self) -> Result<i16, String> {
+    pub(super) fn i16(&mut self) -> Result<i16, String> {
         let b = self.take(2)?;
         Ok(i16::from_be_bytes([b[0], b[1]]))
     }
 
-    fn i32(&mut self) -> Result<i32, String> {
+    pub(super) fn i32(&mut self) -> Result<i32, String> {
         let b = self.take(4)?;
         Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
 
-    fn i64(&mut self) -> Result<i64, String> {
+    pub(super) fn i64(&mut self) -> Result<i64, String> {
         let mut a = [0u8; 8];
         a.copy_from_slice(self.take(8)?);
         Ok(i64::from_be_bytes(a))
     }
 
-    fn string(&mut self) -> Result<String, String> {
+    pub(super) fn string(&mut self) -> Result<String, String> {
         let length = self.i16()?;
         let length = usize::try_from(length).map_err(|_| "null string in record".to_string())?;
         self.utf8(length)
     }
 
-    fn compact_string(&mut self) -> Result<String, String> {
+    pub(super) fn compact_string(&mut self) -> Result<String, String> {
         let length_plus_one = self.uvarint()?;
         let length = length_plus_one
             .checked_sub(1)
@@ -216,12 +221,12 @@ impl Reader<'_> {
         self.utf8(length as usize)
     }
 
-    fn utf8(&mut self, length: usize) -> Result<String, String> {
+    pub(super) fn utf8(&mut self, length: usize) -> Result<String, String> {
         let raw = self.take(length)?;
         String::from_utf8(raw.to_vec()).map_err(|_| "string in record is not UTF-8".to_string())
     }
 
-    fn uvarint(&mut self) -> Result<u32, String> {
+    pub(super) fn uvarint(&mut self) -> Result<u32, String> {
         let mut value: u32 = 0;
         for shift in (0..35).step_by(7) {
             let byte = self.take(1)?[0];
@@ -233,7 +238,7 @@ impl Reader<'_> {
         Err("varint in record is too long".to_string())
     }
 
-    fn skip_tagged_fields(&mut self) -> Result<(), String> {
+    pub(super) fn skip_tagged_fields(&mut self) -> Result<(), String> {
         let count = self.uvarint()?;
         for _ in 0..count {
             self.uvarint()?;
@@ -243,7 +248,7 @@ impl Reader<'_> {
         Ok(())
     }
 
-    fn finish(&self) -> Result<(), String> {
+    pub(super) fn finish(&self) -> Result<(), String> {
         if self.position == self.bytes.len() {
             Ok(())
         } else {

@@ -13,8 +13,9 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use tokio::sync::oneshot;
 
+use super::persist;
 use super::rebalance::{self, Ctx};
-use super::state::{ClassicGroup, GroupState, SyncOutcome};
+use super::state::{ClassicGroup, GroupState, Member, SyncOutcome};
 use super::GroupCoordinator;
 
 enum Synced {
@@ -38,7 +39,7 @@ impl GroupCoordinator {
 
     fn sync_now_or_park(&self, request: SyncGroupRequest) -> Synced {
         let now_ms = self.clock.now_ms();
-        let mut inner = self.lock();
+        let mut inner = self.lock_at(now_ms);
         if inner.shut_down {
             return Synced::Now(SyncOutcome::error(ResponseError::NotCoordinator));
         }
@@ -46,10 +47,7 @@ impl GroupCoordinator {
             return Synced::Now(SyncOutcome::error(ResponseError::InvalidGroupId));
         }
         let group_id = request.group_id.to_string();
-        let ctx = Ctx {
-            config: &self.config,
-            now_ms,
-        };
+        let ctx = self.ctx(now_ms);
         let synced = match inner.groups.get_mut(&group_id) {
             Some(group) => sync_locked(group, &ctx, &request),
             None => Synced::Now(SyncOutcome::error(ResponseError::UnknownMemberId)),
@@ -69,7 +67,7 @@ impl GroupCoordinator {
 
     fn heartbeat_locked(&self, request: &HeartbeatRequest) -> Result<(), ResponseError> {
         let now_ms = self.clock.now_ms();
-        let mut inner = self.lock();
+        let mut inner = self.lock_at(now_ms);
         if inner.shut_down {
             return Err(ResponseError::NotCoordinator);
         }
@@ -85,10 +83,7 @@ impl GroupCoordinator {
         if request.generation_id != group.generation_id {
             return Err(ResponseError::IllegalGeneration);
         }
-        let ctx = Ctx {
-            config: &self.config,
-            now_ms,
-        };
+        let ctx = self.ctx(now_ms);
         let session_timeout_ms = group.member(member_id).map_or(0, |m| m.session_timeout_ms);
         match group.state {
             GroupState::Empty => Err(ResponseError::UnknownMemberId),
@@ -179,25 +174,44 @@ fn remove_pending_sync_member(group: &mut ClassicGroup, member_id: &str) {
     }
 }
 
-/// The leader's assignment goes to every member (an empty one to members it left out), every
-/// parked SyncGroup is answered and the group is Stable.
+/// Kafka's SyncGroup from the leader: the group is stored with the leader's assignment (an
+/// empty one for members it left out) before anyone sees it; then every parked SyncGroup is
+/// answered and the group is Stable. If the store fails, every parked SyncGroup gets the error
+/// and the group rebalances, as in Kafka, so no member acts on an assignment a restart would
+/// forget.
 fn set_and_propagate_assignment(
     group: &mut ClassicGroup,
     ctx: &Ctx,
     assignments: &HashMap<&str, &Bytes>,
 ) {
-    let mut missing = Vec::new();
-    for member in &mut group.members {
-        match assignments.get(member.member_id.as_str()) {
-            Some(assignment) => member.assignment = (*assignment).clone(),
-            None => {
-                member.assignment = Bytes::new();
-                missing.push(member.member_id.clone());
-            }
-        }
-    }
+    let missing: Vec<&str> = group
+        .members
+        .iter()
+        .map(|m| m.member_id.as_str())
+        .filter(|id| !assignments.contains_key(id))
+        .collect();
     if !missing.is_empty() {
         tracing::warn!(group_id = %group.group_id, ?missing, "leader sent no assignment for some members");
+    }
+    let assignment_of = |m: &Member| {
+        assignments
+            .get(m.member_id.as_str())
+            .map(|a| (*a).clone())
+            .unwrap_or_default()
+    };
+    let stored = persist::group_metadata_record(group, &assignment_of)
+        .and_then(|record| persist::append(ctx.store, &group.group_id, vec![record]));
+    if let Err(error) = stored {
+        rebalance::reset_and_propagate_assignment_with_error(group, ctx, error);
+        rebalance::maybe_prepare_rebalance_or_complete_join(
+            group,
+            ctx,
+            "the group's assignment could not be stored",
+        );
+        return;
+    }
+    for member in &mut group.members {
+        member.assignment = assignment_of(member);
     }
     rebalance::propagate_assignment(group, ctx, None);
     group.transition_to(GroupState::Stable, ctx.now_ms);

@@ -14,6 +14,7 @@ use kafka_protocol::records::{
 };
 
 use super::{LogManager, TopicConfigs};
+use crate::group::StoreError;
 use crate::time::Clock;
 
 pub const CONSUMER_OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -68,14 +69,18 @@ pub fn ensure_topic(logs: &LogManager, now_ms: i64) -> Result<Arc<super::Topic>,
 }
 
 impl crate::group::OffsetStore for ConsumerOffsetsStore {
-    fn append(&self, group_id: &str, records: Vec<(Bytes, Option<Bytes>)>) -> Result<(), String> {
+    fn append(
+        &self,
+        group_id: &str,
+        records: Vec<(Bytes, Option<Bytes>)>,
+    ) -> Result<(), StoreError> {
         if records.is_empty() {
             return Ok(());
         }
-        let topic = self.topic()?;
+        let topic = self.topic().map_err(StoreError::Io)?;
         let partition = topic
             .partition(partition_for(group_id))
-            .ok_or("offsets partition missing")?
+            .ok_or_else(|| StoreError::Io("offsets partition missing".to_string()))?
             .clone();
         let now_ms = self.clock.now_ms();
         let records: Vec<Record> = records
@@ -107,12 +112,21 @@ impl crate::group::OffsetStore for ConsumerOffsetsStore {
                 compression: Compression::None,
             },
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| StoreError::Io(e.to_string()))?;
+        // The same bound a produced batch meets, which Kafka's coordinator also applies to its
+        // own writes: a group of many members with large subscriptions can exceed it.
+        let max_bytes = usize::try_from(topic.settings().max_message_bytes).unwrap_or(0);
+        if batch.len() > max_bytes {
+            return Err(StoreError::TooLarge {
+                batch_bytes: batch.len(),
+                max_bytes,
+            });
+        }
         let mut batch = batch.to_vec();
         partition
             .with_log(|log| log.append(&mut batch, 0, now_ms, false))
             .map(|_| ())
-            .map_err(|e| e.to_string())
+            .map_err(|e| StoreError::Io(e.to_string()))
     }
 
     fn load(&self) -> Result<Vec<(Bytes, Option<Bytes>)>, String> {

@@ -2,6 +2,8 @@
 //! data directory, for socket tests that speak Kafka's bytes.
 #![allow(dead_code)]
 
+pub mod groups;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -61,6 +63,17 @@ impl TestBroker {
     /// Graceful shutdown followed by a start on the same directory.
     pub async fn restart(&mut self) {
         self.broker.take().unwrap().shutdown().await.unwrap();
+        self.restart_in_place().await;
+    }
+
+    /// Emulates kill -9: a copy of the data directory as it is now (what the page cache holds,
+    /// no clean-shutdown marker, nothing written at exit) gets a new broker; the old one is
+    /// stopped and its directory dropped.
+    pub async fn restart_after_crash(&mut self) {
+        let copy = tempfile::tempdir().unwrap();
+        copy_dir(self.dir.path(), copy.path());
+        self.broker.take().unwrap().shutdown().await.unwrap();
+        self.dir = copy;
         self.restart_in_place().await;
     }
 
@@ -189,6 +202,21 @@ pub fn batch(count: usize, compression: Compression, timestamp_ms: i64) -> Bytes
     )
     .unwrap();
     buf.freeze()
+}
+
+/// Copies a live data directory; files that vanish meanwhile are skipped.
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir(&target).unwrap();
+            copy_dir(&entry.path(), &target);
+        } else if let Err(e) = std::fs::copy(entry.path(), &target) {
+            // A checkpoint's temporary file may be renamed away while we copy.
+            assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
+        }
+    }
 }
 
 pub fn now_ms() -> i64 {

@@ -312,3 +312,23 @@ async fn shutdown_answers_parked_requests() {
     assert_eq!(parked.answered().await.error_code, 16, "NOT_COORDINATOR");
     assert_eq!(h.join(join_request("g", ""), 5).await.error_code, 16);
 }
+
+/// librdkafka's 0081_admin deletes a group a few milliseconds after its last member's session
+/// ends; the request must see the expiry even though no tick has run since.
+#[tokio::test]
+async fn requests_see_sessions_that_ended_before_the_next_tick() {
+    let h = Harness::new();
+    let (ids, generation_id) = h.stable_group("g", 1).await;
+    h.clock
+        .0
+        .fetch_add(i64::from(SESSION_TIMEOUT_MS), Ordering::SeqCst);
+    let request = kafka_protocol::messages::DeleteGroupsRequest::default()
+        .with_groups_names(vec![group_id("g")]);
+    let deleted = h.coordinator.delete_groups(request, 2);
+    assert_eq!(deleted.results[0].error_code, 0);
+    assert_eq!(
+        h.heartbeat("g", &ids[0], generation_id),
+        25,
+        "UNKNOWN_MEMBER_ID"
+    );
+}

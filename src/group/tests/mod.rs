@@ -4,6 +4,7 @@
 
 mod membership;
 mod offsets;
+mod persistence;
 mod records;
 mod static_members;
 mod versions;
@@ -24,7 +25,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Encodable, StrBytes};
 use tokio::task::JoinHandle;
 
-use super::{GroupConfig, GroupCoordinator, OffsetStore};
+use super::{GroupConfig, GroupCoordinator, OffsetStore, StoreError};
 use crate::time::Clock;
 
 pub(super) const SESSION_TIMEOUT_MS: i32 = 10_000;
@@ -47,9 +48,13 @@ pub(super) struct MemoryStore {
 }
 
 impl OffsetStore for MemoryStore {
-    fn append(&self, _group_id: &str, records: Vec<(Bytes, Option<Bytes>)>) -> Result<(), String> {
+    fn append(
+        &self,
+        _group_id: &str,
+        records: Vec<(Bytes, Option<Bytes>)>,
+    ) -> Result<(), StoreError> {
         if self.fail.load(Ordering::SeqCst) {
-            return Err("injected failure".to_string());
+            return Err(StoreError::Io("injected failure".to_string()));
         }
         self.records.lock().unwrap().extend(records);
         Ok(())
@@ -84,12 +89,12 @@ impl Harness {
 
     /// A new coordinator over the same store and clock, as after a broker restart.
     pub fn restart(&self) -> Harness {
-        let coordinator = GroupCoordinator::new(
-            GroupConfig::default(),
-            self.clock.clone(),
-            self.store.clone(),
-        )
-        .unwrap();
+        self.restart_with(GroupConfig::default())
+    }
+
+    pub fn restart_with(&self, config: GroupConfig) -> Harness {
+        let coordinator =
+            GroupCoordinator::new(config, self.clock.clone(), self.store.clone()).unwrap();
         Harness {
             clock: self.clock.clone(),
             store: self.store.clone(),

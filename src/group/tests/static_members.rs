@@ -6,7 +6,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::*;
 
-fn static_join(group: &str, member_id: &str, instance_id: &str) -> JoinGroupRequest {
+pub(super) fn static_join(group: &str, member_id: &str, instance_id: &str) -> JoinGroupRequest {
     join_request(group, member_id)
         .with_group_instance_id(Some(StrBytes::from_string(instance_id.to_string())))
 }
@@ -31,7 +31,7 @@ fn static_heartbeat(h: &Harness, member_id: &str, instance_id: &str, generation_
 }
 
 /// A Stable group of a static leader ("a") and a static follower ("b").
-async fn stable_static_group(h: &Harness) -> (String, String, i32) {
+pub(super) async fn stable_static_group(h: &Harness) -> (String, String, i32) {
     // Static members get their id straight away, without MEMBER_ID_REQUIRED.
     let a = h.spawn_join(static_join("g", "", "a"), 5);
     settle().await;

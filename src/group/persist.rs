@@ -1,0 +1,216 @@
+//! Group membership in `__consumer_offsets`, as Kafka keeps it: a group-metadata record
+//! (`group_record.rs`) is written when a rebalance completes (the leader's SyncGroup, before the
+//! group turns Stable), when the group becomes Empty, and when a static member is replaced without
+//! a rebalance; a tombstone when the group is deleted or dies with its last offset. At start-up
+//! the last record of each group rebuilds it: Empty, or Stable with its members, generation,
+//! protocol, leader and assignments, whose sessions then start afresh (Kafka's `replay` and
+//! `onLoaded`). Parked requests, pending members and rebalances in progress are never stored: a
+//! group caught mid-rebalance comes back as its last completed generation, and its members
+//! rejoin.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use kafka_protocol::ResponseError;
+
+use super::group_record::{self, decode_group_metadata_value, GroupMetadataValue, MemberMetadata};
+use super::rebalance::{self, Ctx};
+use super::records;
+use super::state::{ClassicGroup, GroupState, Member, Protocol};
+use super::{OffsetStore, StoreError};
+
+/// One `__consumer_offsets` record: key and value (None for a tombstone).
+pub(crate) type Record = (Bytes, Option<Bytes>);
+
+/// Appends one group's records, mapping a failure to the error its client sees. Kafka's
+/// `appendGroupMetadataErrorToResponseError`: a record that does not fit is an internal error,
+/// anything else a coordinator that is not available for now (clients retry that).
+pub(crate) fn append(
+    store: &dyn OffsetStore,
+    group_id: &str,
+    records: Vec<Record>,
+) -> Result<(), ResponseError> {
+    store.append(group_id, records).map_err(|e| {
+        tracing::warn!(group_id, "cannot store __consumer_offsets records: {e}");
+        match e {
+            StoreError::TooLarge { .. } => ResponseError::UnknownServerError,
+            StoreError::Io(_) => ResponseError::CoordinatorNotAvailable,
+        }
+    })
+}
+
+/// Kafka's `newGroupMetadataRecord`: the group as it stands, each member with the assignment
+/// `assignment_of` gives it (the SyncGroup path passes the one it is about to hand out).
+pub(crate) fn group_metadata_record(
+    group: &ClassicGroup,
+    assignment_of: &dyn Fn(&Member) -> Bytes,
+) -> Result<Record, ResponseError> {
+    let protocol_name = group.protocol_name.as_deref().unwrap_or_default();
+    let members = group
+        .members
+        .iter()
+        .map(|m| MemberMetadata {
+            member_id: m.member_id.clone(),
+            group_instance_id: m.group_instance_id.clone(),
+            client_id: m.client_id.clone(),
+            client_host: m.client_host.clone(),
+            rebalance_timeout_ms: m.rebalance_timeout_ms,
+            session_timeout_ms: m.session_timeout_ms,
+            subscription: m.metadata(protocol_name),
+            assignment: assignment_of(m),
+        })
+        .collect();
+    let value = GroupMetadataValue {
+        protocol_type: group.protocol_type.clone().unwrap_or_default(),
+        generation: group.generation_id,
+        protocol: group.protocol_name.clone(),
+        leader: group.leader_id.clone(),
+        current_state_timestamp_ms: group.state_since_ms.unwrap_or(-1),
+        members,
+    };
+    // Only strings longer than an i16 length can fail, and ids that long never get this far.
+    let encode_failed = |e: String| {
+        tracing::warn!(group_id = %group.group_id, "cannot encode group metadata: {e}");
+        ResponseError::UnknownServerError
+    };
+    let key = records::encode_group_metadata_key(&group.group_id).map_err(encode_failed)?;
+    let value = group_record::encode_group_metadata_value(&value).map_err(encode_failed)?;
+    Ok((key, Some(value)))
+}
+
+/// Stores the group with its current assignments.
+pub(crate) fn store_group(group: &ClassicGroup, ctx: &Ctx) -> Result<(), ResponseError> {
+    let record = group_metadata_record(group, &|m| m.assignment.clone())?;
+    append(ctx.store, &group.group_id, vec![record])
+}
+
+/// The group just became Empty. As in Kafka, a failure is only logged: if the broker restarts
+/// before the next write, the last stored generation comes back and its sessions expire.
+pub(crate) fn store_empty_group(group: &ClassicGroup, ctx: &Ctx) {
+    if let Err(error) = store_group(group, ctx) {
+        tracing::warn!(group_id = %group.group_id, ?error, "cannot store that the group is empty");
+    }
+}
+
+/// The group state rebuilt from `__consumer_offsets`, before it is served.
+#[derive(Default)]
+pub(crate) struct Replay {
+    pub groups: HashMap<String, ClassicGroup>,
+    /// Groups whose last group-metadata record is not a tombstone: they exist even without
+    /// offsets.
+    pub with_metadata: std::collections::HashSet<String>,
+}
+
+impl Replay {
+    /// Applies a group-metadata record (Kafka's `replay(GroupMetadataKey, GroupMetadataValue)`).
+    /// The group's committed offsets are kept either way: they have records of their own.
+    pub(crate) fn group_metadata(
+        &mut self,
+        group_id: &str,
+        value: Option<&[u8]>,
+    ) -> Result<(), String> {
+        let offsets = self
+            .groups
+            .remove(group_id)
+            .map(|g| g.offsets)
+            .unwrap_or_default();
+        let mut group = match value {
+            Some(value) => {
+                self.with_metadata.insert(group_id.to_string());
+                restore_group(group_id, decode_group_metadata_value(value)?)
+            }
+            None => {
+                self.with_metadata.remove(group_id);
+                ClassicGroup::new(group_id, None)
+            }
+        };
+        group.offsets = offsets;
+        self.groups.insert(group_id.to_string(), group);
+        Ok(())
+    }
+
+    /// The groups to serve: those with offsets or live metadata. Groups whose offsets were all
+    /// deleted and whose metadata is gone leave no trace, as after a compaction.
+    pub(crate) fn finish(mut self) -> HashMap<String, ClassicGroup> {
+        let with_metadata = self.with_metadata;
+        self.groups
+            .retain(|id, group| group.has_offsets() || with_metadata.contains(id));
+        self.groups
+    }
+}
+
+/// A group as its record describes it: Empty without members, otherwise Stable. Each member's
+/// only protocol is the group's, with its stored subscription, as in Kafka.
+fn restore_group(group_id: &str, value: GroupMetadataValue) -> ClassicGroup {
+    let state_since_ms = Some(value.current_state_timestamp_ms).filter(|t| *t != -1);
+    let mut group = ClassicGroup::new(group_id, state_since_ms);
+    group.generation_id = value.generation;
+    group.protocol_type = Some(value.protocol_type).filter(|t| !t.is_empty());
+    group.protocol_name = value.protocol;
+    group.leader_id = value.leader;
+    let protocol_type = group.protocol_type.clone().unwrap_or_default();
+    let protocol_name = group.protocol_name.clone().unwrap_or_default();
+    for m in value.members {
+        group.members.push(Member {
+            member_id: m.member_id,
+            group_instance_id: m.group_instance_id,
+            client_id: m.client_id,
+            client_host: m.client_host,
+            // Version 0 records have no rebalance timeout; Kafka uses the session timeout.
+            rebalance_timeout_ms: if m.rebalance_timeout_ms == -1 {
+                m.session_timeout_ms
+            } else {
+                m.rebalance_timeout_ms
+            },
+            session_timeout_ms: m.session_timeout_ms,
+            protocol_type: protocol_type.clone(),
+            protocols: vec![Protocol {
+                name: protocol_name.clone(),
+                metadata: m.subscription,
+            }],
+            assignment: m.assignment,
+            join_waiter: None,
+            sync_waiter: None,
+            is_new: false,
+            heartbeat_deadline_ms: i64::MAX,
+        });
+    }
+    if !group.members.is_empty() {
+        group.state = GroupState::Stable;
+        group.previous_state = GroupState::Stable;
+        if group.leader_id.is_none() {
+            group.leader_id = group.members.first().map(|m| m.member_id.clone());
+        }
+    }
+    group.subscribed_topics = group.compute_subscribed_topics();
+    group
+}
+
+/// Kafka's `onLoaded`: every restored member's session starts now, so members that are still
+/// there keep their assignment by heartbeating, and the others expire one session later. A
+/// group over `group.max.size` (the setting may have shrunk) rebalances at once.
+pub(crate) fn on_loaded(group: &mut ClassicGroup, ctx: &Ctx) {
+    if group.members.is_empty() {
+        return;
+    }
+    tracing::info!(
+        group_id = %group.group_id,
+        generation_id = group.generation_id,
+        members = group.members.len(),
+        "loaded group"
+    );
+    let deadlines: Vec<(String, i64)> = group
+        .members
+        .iter()
+        .map(|m| {
+            let deadline_ms = ctx.session_deadline(m.session_timeout_ms);
+            (m.member_id.clone(), deadline_ms)
+        })
+        .collect();
+    for (member_id, deadline_ms) in deadlines {
+        group.reschedule_heartbeat(&member_id, deadline_ms);
+    }
+    if group.members.len() > ctx.config.group_max_size {
+        rebalance::prepare_rebalance(group, ctx, "freshly loaded group is over group.max.size");
+    }
+}

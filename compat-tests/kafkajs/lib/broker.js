@@ -208,7 +208,7 @@ async function brokerFor(t) {
 after(async () => {
   if (sharedKafka) {
     const b = await sharedKafka.catch(() => null)
-    if (b) await b.stop()
+    if (b && (await b.stop()) && !process.env.KAFKAJS_KEEP) fs.rmSync(b.root, { recursive: true, force: true })
   }
   // A kafkajs client that a failed test could not close (a retry timer, a socket) must not
   // keep this test file's process alive: exit once the results are out.

@@ -255,7 +255,12 @@ test('admin describeConfigs alterConfigs', T, async t => {
 
   await admin.alterConfigs({ resources: [{ type: ConfigResourceTypes.TOPIC, name: topic,
     configEntries: [{ name: 'retention.ms', value: '3600000' }, { name: 'max.message.bytes', value: '2000000' }] }] })
-  let now = await describe(['retention.ms', 'max.message.bytes'])
+  // Kafka applies config changes through its metadata log, a moment after it answers.
+  const settled = (want) => u.waitFor(`configs ${JSON.stringify(want)}`, async () => {
+    const got = await describe(Object.keys(want))
+    return Object.entries(want).every(([k, v]) => got[k].configValue === v) && got
+  }, 15000)
+  let now = await settled({ 'retention.ms': '3600000', 'max.message.bytes': '2000000' })
   assert.equal(now['retention.ms'].configValue, '3600000')
   assert.equal(now['retention.ms'].isDefault, false)
   assert.equal(now['max.message.bytes'].configValue, '2000000')
@@ -263,7 +268,7 @@ test('admin describeConfigs alterConfigs', T, async t => {
   // to its default.
   await admin.alterConfigs({ resources: [{ type: ConfigResourceTypes.TOPIC, name: topic,
     configEntries: [{ name: 'retention.ms', value: '7200000' }] }] })
-  now = await describe(['retention.ms', 'max.message.bytes'])
+  now = await settled({ 'retention.ms': '7200000', 'max.message.bytes': '1048588' })
   assert.equal(now['retention.ms'].configValue, '7200000')
   assert.equal(now['max.message.bytes'].configValue, '1048588')
   assert.equal(now['max.message.bytes'].isDefault, true)
@@ -273,6 +278,16 @@ test('admin describeConfigs alterConfigs', T, async t => {
   assert.equal((await describe(['retention.ms']))['retention.ms'].configValue, '7200000')
   await rejectsWith(admin.alterConfigs({ resources: [{ type: ConfigResourceTypes.TOPIC, name: topic,
     configEntries: [{ name: 'cleanup.policy', value: 'sideways' }] }] }), 'INVALID_CONFIG', 'a bad value')
+
+  // With synonyms (DescribeConfigs v1+): the topic's value first, then the broker default.
+  const syn = await admin.describeConfigs({ includeSynonyms: true,
+    resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ['retention.ms'] }] })
+  const entry = syn.resources[0].configEntries[0]
+  assert.equal(entry.configName, 'retention.ms')
+  assert.ok(entry.configSynonyms.length >= 1, 'synonyms listed')
+  assert.deepEqual([entry.configSynonyms[0].configName, entry.configSynonyms[0].configValue],
+    ['retention.ms', '7200000'])
+  assert.equal(entry.configSynonyms[0].configSource, 1, 'DYNAMIC_TOPIC_CONFIG')
 
   // The broker's own configs, by node id.
   const md = await admin.fetchTopicMetadata({ topics: [topic] })

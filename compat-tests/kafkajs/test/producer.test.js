@@ -162,3 +162,59 @@ test('send to a missing topic auto-creates it', T, async t => {
   const got = await readBack(t, kafka, [topic], 1)
   assert.deepEqual(got.map(r => [r.key, r.value, r.offset]), [['k', 'v', 0]])
 })
+
+test('send acks=0 and acks=1', T, async t => {
+  const broker = await brokerFor(t)
+  const kafka = u.client(broker)
+  const admin = u.closing(t, kafka.admin())
+  await admin.connect()
+  const topic = u.unique('acks')
+  await createTopic(admin, topic, 1)
+  const p = u.closing(t, u.producer(kafka))
+  await p.connect()
+  // acks=0: the broker must not answer, and the connection must go on working.
+  for (let i = 0; i < 5; i++) {
+    await p.send({ topic, acks: 0, messages: [{ key: `zero${i}`, value: `v${i}` }] })
+  }
+  const one = await p.send({ topic, acks: 1, messages: [{ key: 'one', value: 'v5' }] })
+  assert.equal(one[0].errorCode, 0)
+  assert.equal(String(one[0].baseOffset), '5', 'the acks=0 records were written first')
+  const all = await p.send({ topic, acks: -1, compression: CompressionTypes.GZIP, messages: [{ key: 'all', value: 'v6' }] })
+  assert.equal(String(all[0].baseOffset), '6')
+  const got = await readBack(t, kafka, [topic], 7)
+  assert.deepEqual(got.map(r => r.value), ['v0', 'v1', 'v2', 'v3', 'v4', 'v5', 'v6'])
+})
+
+test('send errors: MESSAGE_TOO_LARGE and keyless records on a compacted topic', T, async t => {
+  const broker = await brokerFor(t)
+  const kafka = u.client(broker, 'kafkajs-compat', 1)
+  const admin = u.closing(t, kafka.admin())
+  await admin.connect()
+  const small = u.unique('small')
+  const compacted = u.unique('compacted')
+  assert.equal(await admin.createTopics({ topics: [
+    { topic: small, configEntries: [{ name: 'max.message.bytes', value: '10000' }] },
+    { topic: compacted, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] },
+  ] }), true)
+  const p = u.closing(t, u.producer(kafka, { retry: { retries: 0 } }))
+  await p.connect()
+  const errorType = async send => {
+    try {
+      await send
+    } catch (e) {
+      let x = e
+      while (x && !x.type && (x.cause || x.originalError)) x = x.cause || x.originalError
+      return (x && x.type) || `${e.name}: ${e.message}`
+    }
+    return 'no error'
+  }
+  assert.equal(await errorType(p.send({ topic: small, acks: -1, messages: [{ value: 'x'.repeat(20000) }] })),
+    'MESSAGE_TOO_LARGE')
+  assert.equal(await errorType(p.send({ topic: compacted, acks: -1, messages: [{ value: 'no key' }] })),
+    'INVALID_RECORD')
+  // Neither was written; what fits still goes through.
+  const ok = await p.send({ topic: small, acks: -1, messages: [{ value: 'x'.repeat(5000) }] })
+  assert.equal(String(ok[0].baseOffset), '0')
+  const keyed = await p.send({ topic: compacted, acks: -1, messages: [{ key: 'k', value: 'keyed' }] })
+  assert.equal(String(keyed[0].baseOffset), '0')
+})

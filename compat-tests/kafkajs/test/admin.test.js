@@ -331,3 +331,32 @@ test('admin describeCluster', T, async t => {
   assert.equal(c.controller, c.brokers[0].nodeId)
   assert.ok(typeof c.clusterId === 'string' && c.clusterId.length > 0, `clusterId ${c.clusterId}`)
 })
+
+test('admin error codes', T, async t => {
+  const broker = await brokerFor(t)
+  const kafka = u.client(broker, 'kafkajs-compat', 1) // these errors are final: one retry is enough
+  const admin = u.closing(t, kafka.admin())
+  await admin.connect()
+  const topic = u.unique('errors')
+  // No partition count: the broker's num.partitions (1 on both brokers here).
+  assert.equal(await admin.createTopics({ topics: [{ topic }] }), true)
+  assert.equal((await admin.fetchTopicMetadata({ topics: [topic] })).topics[0].partitions.length, 1)
+  const create = ({ want, ...spec }) => rejectsWith(admin.createTopics({ topics: [spec] }), want, spec.topic.slice(0, 40))
+  await create({ topic: 'bad name!', want: 'INVALID_TOPIC_EXCEPTION' })
+  await create({ topic: 'x'.repeat(250), want: 'INVALID_TOPIC_EXCEPTION' })
+  await create({ topic: u.unique('zero'), numPartitions: 0, want: 'INVALID_PARTITIONS' })
+  await create({ topic: u.unique('cfg'), configEntries: [{ name: 'retention.ms', value: 'abc' }], want: 'INVALID_CONFIG' })
+  await create({ topic: u.unique('cfg'), configEntries: [{ name: 'no.such.config', value: '1' }], want: 'INVALID_CONFIG' })
+  const missing = u.unique('missing')
+  await rejectsWith(admin.fetchTopicMetadata({ topics: [missing] }), 'UNKNOWN_TOPIC_OR_PARTITION', 'metadata of a missing topic')
+  await rejectsWith(admin.describeConfigs({ resources: [{ type: ConfigResourceTypes.TOPIC, name: missing }] }),
+    'UNKNOWN_TOPIC_OR_PARTITION', 'configs of a missing topic')
+  await rejectsWith(admin.alterConfigs({ resources: [{ type: ConfigResourceTypes.TOPIC, name: missing,
+    configEntries: [{ name: 'retention.ms', value: '1000' }] }] }), 'UNKNOWN_TOPIC_OR_PARTITION', 'altering a missing topic')
+  await rejectsWith(admin.alterConfigs({ resources: [{ type: ConfigResourceTypes.TOPIC, name: topic,
+    configEntries: [{ name: 'no.such.config', value: '1' }] }] }), 'INVALID_CONFIG', 'an unknown config name')
+  await rejectsWith(admin.createPartitions({ topicPartitions: [{ topic, count: 1 }] }), 'INVALID_PARTITIONS', 'the same count')
+  const names = await admin.listTopics()
+  assert.ok(names.includes(topic) && !names.includes(missing), 'none of the refused topics exists')
+  assert.ok(!names.some(n => n.startsWith('x'.repeat(20)) || n === 'bad name!'))
+})

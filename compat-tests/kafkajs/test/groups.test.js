@@ -4,7 +4,7 @@
 // the committed offsets.
 const assert = require('node:assert/strict')
 const { test } = require('../lib/scenario')
-const { brokerFor } = require('../lib/broker')
+const { brokerFor, onClose } = require('../lib/broker')
 const u = require('../lib/util')
 
 const T = { timeout: 150000 }
@@ -72,4 +72,54 @@ test('two consumers split partitions and rebalance when one leaves', T, async t 
   const after = await admin.describeGroups([groupId])
   assert.equal(after.groups[0].state, 'Stable')
   assert.equal(after.groups[0].members.length, 1)
+})
+
+test('a member that stops heartbeating loses its partitions after the session timeout', T, async t => {
+  const broker = await brokerFor(t)
+  const kafka = u.client(broker)
+  const admin = u.closing(t, kafka.admin())
+  await admin.connect()
+  const topic = u.unique('stall')
+  assert.equal(await admin.createTopics({ topics: [{ topic, numPartitions: 4 }] }), true)
+  const p = u.closing(t, u.producer(kafka))
+  await p.connect()
+  const groupId = u.unique('stall')
+  // 6 s is the least session timeout either broker accepts (group.min.session.timeout.ms).
+  const opts = { sessionTimeout: 6000, heartbeatInterval: 500 }
+  const healthy = u.closing(t, u.consumer(kafka, groupId, opts))
+  const stalled = u.closing(t, u.consumer(kafka, groupId, opts))
+  const jh = u.trackJoins(healthy)
+  const js = u.trackJoins(stalled)
+  for (const c of [healthy, stalled]) {
+    await c.connect()
+    await c.subscribe({ topics: [topic], fromBeginning: true })
+  }
+  const gotHealthy = await u.runRecording(healthy)
+  await u.waitFor('the first member joined', () => jh.length > 0, 30000)
+  let release
+  const blocked = new Promise(resolve => { release = resolve })
+  let stalledAt = null
+  await stalled.run({
+    eachMessage: async () => {
+      if (stalledAt === null) stalledAt = Date.now()
+      await blocked // no heartbeat while a message is being processed
+    },
+  })
+  onClose(t, () => release()) // closers run newest first: before the members disconnect
+  await u.waitFor('two members with 2 partitions each', () =>
+    partsOf(jh[jh.length - 1], topic).length === 2 && partsOf(js[js.length - 1], topic).length === 2, 60000)
+  const mine = partsOf(js[js.length - 1], topic)
+  const joinsBefore = jh.length
+  await p.send({ topic, acks: -1, messages: [0, 1, 2, 3].map(i => ({ partition: i, value: `r${i}` })) })
+  await u.waitFor('the stalled member is stuck in a message', () => stalledAt !== null, 30000)
+  await u.waitFor('the healthy member owns all 4 partitions', () =>
+    jh.length > joinsBefore && partsOf(jh[jh.length - 1], topic).length === 4, 40000)
+  const waited = (Date.now() - stalledAt) / 1000
+  assert.ok(waited >= 5, `taken over after ${waited} s: not before the 6 s session timeout`)
+  // The records of the stalled member's partitions were never committed: the healthy one gets them.
+  await u.waitFor('the stalled partitions\' records', () =>
+    mine.every(part => gotHealthy.some(r => r.partition === part)), 30000)
+  const described = await admin.describeGroups([groupId])
+  assert.equal(described.groups[0].members.length, 1, 'the stalled member was removed')
+  release()
 })

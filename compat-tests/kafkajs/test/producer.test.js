@@ -218,3 +218,26 @@ test('send errors: MESSAGE_TOO_LARGE and keyless records on a compacted topic', 
   const keyed = await p.send({ topic: compacted, acks: -1, messages: [{ key: 'k', value: 'keyed' }] })
   assert.equal(String(keyed[0].baseOffset), '0')
 })
+
+test('LogAppendTime topic stamps the broker time', T, async t => {
+  const broker = await brokerFor(t)
+  const kafka = u.client(broker)
+  const admin = u.closing(t, kafka.admin())
+  await admin.connect()
+  const topic = u.unique('appendtime')
+  assert.equal(await admin.createTopics({ topics: [{ topic, numPartitions: 1,
+    configEntries: [{ name: 'message.timestamp.type', value: 'LogAppendTime' }] }] }), true)
+  const p = u.closing(t, u.producer(kafka))
+  await p.connect()
+  const old = String(Date.now() - 30 * 24 * 3600 * 1000) // the producer's timestamps, replaced
+  const before = Date.now()
+  const acks = await p.send({ topic, acks: -1, compression: CompressionTypes.GZIP,
+    messages: [{ value: 'a', timestamp: old }, { value: 'b', timestamp: old }] })
+  const after = Date.now()
+  const stamped = Number(acks[0].logAppendTime)
+  assert.ok(stamped >= before - 1000 && stamped <= after + 1000, `logAppendTime ${acks[0].logAppendTime} is the broker's time`)
+  const got = await readBack(t, kafka, [topic], 2)
+  assert.deepEqual(got.map(r => r.timestamp), [String(stamped), String(stamped)], 'records carry the append time')
+  const offsets = await admin.fetchTopicOffsetsByTimestamp(topic, Number(old) + 1000)
+  assert.deepEqual(offsets.map(o => o.offset), ['0'], 'timestamp lookups use the append time')
+})

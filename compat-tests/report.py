@@ -3,6 +3,7 @@
 
   .cache/results/librdkafka-<broker>-<mode>.json   librdkafka/run.sh (librdkafka's tests/0xxx)
   .cache/results/franz-go-<broker>-<mode>.json     franz-go/run.sh (franz-go's pkg/kgo tests)
+  .cache/results/kafkajs-<broker>-<mode>.json      kafkajs/run.sh (our kafkajs scenarios)
   .cache/results/core-<broker>.xml                 run-core.sh (our Python suite, JUnit XML)
   java/target/surefire-reports/TEST-*.xml          java/run.sh (our Java suite, surefire XML)
 
@@ -23,6 +24,8 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / ".cache" / "results"
 BROKER_NAMES = {"sluice": "sluice", "kafka": "Apache Kafka 4.1.2"}
 MODE_NAMES = {"all": "full run", "allow": "CI (tests.allow)", "tests": "selection"}
+# Suites whose scenarios are ours (not the client's own tests): named so in the table.
+SUITE_NAMES = {"kafkajs": "kafkajs (ours)"}
 
 
 def count_allow(path: Path):
@@ -56,7 +59,8 @@ def json_rows():
         n = {s: sum(1 for t in tests if t["status"] == s)
              for s in ("pass", "fail", "skip", "excluded", "not-run")}
         rows.append({
-            "suite": doc["suite"], "client": doc.get("client", doc["suite"]),
+            "suite": SUITE_NAMES.get(doc["suite"], doc["suite"]),
+            "client": doc.get("client", doc["suite"]),
             "broker": doc["broker"], "mode": doc.get("mode", "?"),
             "run": n["pass"] + n["fail"] + n["skip"], "passed": n["pass"], "failed": n["fail"],
             "skipped": n["skip"], "excluded": n["excluded"], "date": day(doc.get("date", "")),
@@ -135,7 +139,7 @@ def main():
     if not rows and args.check:
         print("report.py: no result files under compat-tests/.cache/results", file=sys.stderr)
         return 1
-    order = {"librdkafka": 0, "franz-go": 1, "python (ours)": 2, "java (ours)": 3}
+    order = {"librdkafka": 0, "franz-go": 1, "kafkajs (ours)": 2, "python (ours)": 3, "java (ours)": 4}
     rows.sort(key=lambda r: (order.get(r["suite"], 9), r["broker"] != "sluice",
                              r["mode"] != "all", r["mode"]))
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -169,7 +173,7 @@ def main():
     lines += [
         "",
         "Why tests fail or are excluded: `librdkafka/FINDINGS.md`, `franz-go/FINDINGS.md`,",
-        "`FINDINGS.md` (Python suite) and the Java suite's README.",
+        "`kafkajs/FINDINGS.md`, `FINDINGS.md` (Python suite) and the Java suite's README.",
         "",
     ]
     Path(args.out).write_text("\n".join(lines))

@@ -4,6 +4,7 @@
 #   - compat-tests/.venv with the pinned python/requirements.txt
 #   - Apache Kafka jars (version pinned in kafka/pom.xml) in compat-tests/.cache/kafka/libs
 #   - the Go modules of go/ (franz-go), from the Go module proxy into the module cache
+#   - node and npm (apt, if missing) and kafkajs/node_modules (`npm ci` from kafkajs/package-lock.json)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cache="$here/.cache"
@@ -50,4 +51,6 @@ fi
 command -v go >/dev/null 2>&1 || { echo "setup.sh: go is not on PATH (needed by go/run.sh)" >&2; exit 1; }
 (cd "$here/go" && GOFLAGS="-mod=mod -buildvcs=false" timeout 600 go mod download)
 say "Go modules present ($(go env GOMODCACHE))"
+# 5. kafkajs (npm registry; version pinned by kafkajs/package-lock.json), node via apt if missing
+"$here/kafkajs/run.sh" --setup-only
 say "done"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's test command: every check and test sluice has, on a fresh machine.
-# It installs what the tests need itself (apt, pip, Maven: see compat-tests/setup.sh).
+# It installs what the tests need itself (apt, pip, Maven, npm: see compat-tests/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,5 +22,7 @@ step "librdkafka's own test suite (tests.allow) against target/release/sluice"
 bash compat-tests/librdkafka/run.sh "$PWD/target/release/sluice"
 step "franz-go's kgo integration tests (tests.allow) against target/release/sluice"
 bash compat-tests/franz-go/run.sh "$PWD/target/release/sluice"
+step "kafkajs scenarios (tests.allow) against target/release/sluice"
+bash compat-tests/kafkajs/run.sh "$PWD/target/release/sluice"
 step "compatibility report card"
 python3 compat-tests/report.py

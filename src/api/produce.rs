@@ -145,6 +145,7 @@ async fn append_one(
     let settings = topic.settings();
     let limits = BatchLimits {
         max_message_bytes: settings.max_message_bytes,
+        compacted: settings.compacted,
         produce_version: version,
         now_ms,
         // The broker stamps LogAppendTime batches, so producer timestamps are not bounded there.

@@ -11,6 +11,8 @@ use crate::protocol::record_walk::{walk_records, WalkError};
 /// What a batch is checked against.
 pub struct BatchLimits {
     pub max_message_bytes: i32,
+    /// `cleanup.policy` includes `compact`: every record needs a key (Kafka's INVALID_RECORD).
+    pub compacted: bool,
     pub produce_version: i16,
     pub now_ms: i64,
     pub timestamp_before_max_ms: i64,
@@ -122,7 +124,12 @@ fn check_records(body: &[u8], header: &BatchHeader, limits: &BatchLimits) -> Res
         body,
         header.records_count,
         max_bytes,
-        |_, timestamp_delta| {
+        |_, timestamp_delta, has_key| {
+            if limits.compacted && !has_key {
+                return Err(WalkError::Invalid(
+                    "Compacted topic cannot accept message without key".into(),
+                ));
+            }
             if header.base_timestamp != -1 && bad_timestamp.is_none() {
                 if let Err(refused) = check_timestamp(
                     header.base_timestamp.saturating_add(timestamp_delta),
@@ -201,4 +208,71 @@ fn check_timestamp(timestamp_ms: i64, limits: &BatchLimits) -> Result<(), Refuse
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::{Bytes, BytesMut};
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    };
+
+    fn batch(keys: &[Option<&'static [u8]>], compression: Compression) -> Bytes {
+        let records: Vec<Record> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, key)| Record {
+                transactional: false,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: -1,
+                producer_id: -1,
+                producer_epoch: -1,
+                timestamp_type: TimestampType::Creation,
+                offset: i as i64,
+                // The encoder starts a new batch where sequences are not consecutive.
+                sequence: i as i32 - 1,
+                timestamp: 1000,
+                key: key.map(Bytes::from_static),
+                value: Some(Bytes::from_static(b"v")),
+                headers: Default::default(),
+            })
+            .collect();
+        let mut buf = BytesMut::new();
+        RecordBatchEncoder::encode(
+            &mut buf,
+            records.iter(),
+            &RecordEncodeOptions {
+                version: 2,
+                compression,
+            },
+        )
+        .unwrap();
+        buf.freeze()
+    }
+
+    fn limits(compacted: bool) -> BatchLimits {
+        BatchLimits {
+            max_message_bytes: 1 << 20,
+            compacted,
+            produce_version: 7,
+            now_ms: 1000,
+            timestamp_before_max_ms: i64::MAX,
+            timestamp_after_max_ms: i64::MAX,
+        }
+    }
+
+    #[test]
+    fn compacted_topics_refuse_records_without_keys() {
+        for compression in [Compression::None, Compression::Gzip] {
+            let keyless = batch(&[Some(b"k"), None], compression);
+            let refused = validate(&keyless, &limits(true)).unwrap_err();
+            assert_eq!(refused.error_code, ResponseError::InvalidRecord.code());
+            validate(&keyless, &limits(false)).unwrap_or_else(|r| panic!("{r:?}"));
+            // An empty key is a key.
+            let keyed = batch(&[Some(b"k"), Some(b"")], compression);
+            validate(&keyed, &limits(true)).unwrap_or_else(|r| panic!("{compression:?}: {r:?}"));
+        }
+    }
 }

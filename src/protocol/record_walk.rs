@@ -28,14 +28,15 @@ const ZSTD: u8 = 4;
 const XERIAL_MAGIC: [u8; 8] = [0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
 const XERIAL_HEADER_BYTES: usize = 16;
 
-/// Calls `visit(offset_delta, timestamp_delta)` for each of `records_count` records of `body`
-/// (the batch after its 61-byte header), decompressing with `codec`.
+/// Calls `visit(offset_delta, timestamp_delta, has_key)` for each of `records_count` records of
+/// `body` (the batch after its 61-byte header), decompressing with `codec`. `has_key` is false
+/// for a null key only; an empty key is a key.
 pub fn walk_records(
     codec: u8,
     body: &[u8],
     records_count: i32,
     max_decompressed_bytes: u64,
-    mut visit: impl FnMut(i32, i64) -> Result<(), WalkError>,
+    mut visit: impl FnMut(i32, i64, bool) -> Result<(), WalkError>,
 ) -> Result<(), WalkError> {
     let reader: Box<dyn Read + '_> = match codec {
         0 => Box::new(body),
@@ -67,7 +68,7 @@ pub fn walk_records(
         if offset_delta != expected {
             return Err(invalid("record offset deltas are not consecutive"));
         }
-        skip_sized(&mut input)?; // key
+        let has_key = skip_sized(&mut input)?;
         skip_sized(&mut input)?; // value
         let headers = read_varint(&mut input)?;
         if headers < 0 {
@@ -85,7 +86,7 @@ pub fn walk_records(
                 "record fields do not add up to its length".into(),
             ));
         }
-        visit(offset_delta, timestamp_delta)?;
+        visit(offset_delta, timestamp_delta, has_key)?;
         if input.read > max_decompressed_bytes {
             return Err(WalkError::TooLarge);
         }
@@ -160,11 +161,12 @@ fn read_varint<R: Read>(input: &mut Counted<R>) -> Result<i64, WalkError> {
 }
 
 /// A length-prefixed field (-1 = null).
-fn skip_sized<R: Read>(input: &mut Counted<R>) -> Result<(), WalkError> {
+/// Skips one length-prefixed field; false when it is null (length -1).
+fn skip_sized<R: Read>(input: &mut Counted<R>) -> Result<bool, WalkError> {
     match read_varint(input)? {
-        -1 => Ok(()),
+        -1 => Ok(false),
         n if n < 0 => Err(WalkError::Corrupt("negative field length".into())),
-        n => input.skip(n as u64),
+        n => input.skip(n as u64).map(|()| true),
     }
 }
 
@@ -296,10 +298,18 @@ mod tests {
 
     fn walk(batch: &[u8], count: i32, max: u64) -> Result<Vec<(i32, i64)>, WalkError> {
         let mut seen = Vec::new();
-        walk_records(batch[21 + 1] & 0x07, &batch[61..], count, max, |o, t| {
-            seen.push((o, t));
-            Ok(())
-        })?;
+        walk_records(
+            batch[21 + 1] & 0x07,
+            &batch[61..],
+            count,
+            max,
+            |o, t, has_key| {
+                // batch() gives even records a key and odd ones a null key.
+                assert_eq!(has_key, o % 2 == 0, "record {o}");
+                seen.push((o, t));
+                Ok(())
+            },
+        )?;
         Ok(seen)
     }
 

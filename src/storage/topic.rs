@@ -122,6 +122,12 @@ impl TopicConfigs {
                 .unwrap_or(broker.log_message_timestamp_after_max_ms),
             log_append_time: self.0.get("message.timestamp.type").map(String::as_str)
                 == Some("LogAppendTime"),
+            compacted: self
+                .0
+                .get("cleanup.policy")
+                .unwrap_or(&broker.log_cleanup_policy)
+                .split(',')
+                .any(|p| p.trim() == "compact"),
             min_insync_replicas: self.get_i64("min.insync.replicas").unwrap_or_else(|| {
                 broker
                     .properties
@@ -167,6 +173,8 @@ pub struct TopicSettings {
     pub timestamp_before_max_ms: i64,
     pub timestamp_after_max_ms: i64,
     pub log_append_time: bool,
+    /// `cleanup.policy` includes `compact`, so produced records must have keys.
+    pub compacted: bool,
     /// acks=all needs this many in-sync replicas; a single broker has one.
     pub min_insync_replicas: i64,
     pub retention: RetentionConfig,

@@ -172,12 +172,7 @@ async fn append_one(
         }
     };
     // The topic's compression.type, when it names another codec (recompress.rs).
-    let records = match recompress::to_topic_codec(
-        records,
-        &header,
-        settings.compression_codec,
-        settings.max_message_bytes,
-    ) {
+    let records = match recompress::to_topic_codec(records, &header, &settings) {
         Ok(records) => records,
         Err(refused) => {
             response.error_code = refused.error_code;

@@ -17,6 +17,7 @@ use super::errors::code;
 use super::produce_validation::{Refused, DECOMPRESSION_FACTOR};
 use crate::log::batch::BatchHeader;
 use crate::protocol::record_walk::decompressor;
+use crate::storage::TopicSettings;
 
 const RECORD_BATCH_OVERHEAD: usize = 61;
 const LENGTH_AT: usize = 8;
@@ -36,24 +37,24 @@ const GZIP_LEVEL: u32 = 6;
 const LZ4_LEVEL: u32 = 9;
 const ZSTD_LEVEL: i32 = 3;
 
-/// `records` (one validated batch) in the topic's codec: the same bytes when `target` is None
-/// (`producer`) or already the batch's codec, otherwise a re-encoded batch, refused with
-/// MESSAGE_TOO_LARGE when it no longer fits `max_message_bytes`.
+/// `records` (one validated batch) in the topic's codec: the same bytes when the topic's
+/// `compression.type` is `producer` or already the batch's codec, otherwise a re-encoded
+/// batch, refused with MESSAGE_TOO_LARGE when it no longer fits `max.message.bytes`.
 pub fn to_topic_codec(
     records: Bytes,
     header: &BatchHeader,
-    target: Option<u8>,
-    max_message_bytes: i32,
+    settings: &TopicSettings,
 ) -> Result<Bytes, Refused> {
+    let max_message_bytes = settings.max_message_bytes;
     let codec = header.compression();
-    let Some(target) = target.filter(|t| *t != codec) else {
+    let Some(target) = settings.compression_codec.filter(|t| *t != codec) else {
         return Ok(records);
     };
     let end = header.total_size().min(records.len());
     let max_bytes =
         DECOMPRESSION_FACTOR * u64::try_from(max_message_bytes.max(1 << 20)).unwrap_or(1 << 20);
     let plain = decompress(codec, &records[RECORD_BATCH_OVERHEAD..end], max_bytes)?;
-    let body = compress(target, &plain).map_err(|e| Refused {
+    let body = compress(target, &plain, settings.compression_level).map_err(|e| Refused {
         error_code: code(ResponseError::UnknownServerError),
         message: format!("recompressing the batch failed: {e}"),
     })?;
@@ -87,14 +88,19 @@ fn decompress(codec: u8, body: &[u8], max_bytes: u64) -> Result<Vec<u8>, Refused
     Ok(plain)
 }
 
-/// The records `plain` in `codec`'s framing, as Kafka's clients read it.
-pub fn compress(codec: u8, plain: &[u8]) -> std::io::Result<Vec<u8>> {
+/// The records `plain` in `codec`'s framing, as Kafka's clients read it, at `level` (the
+/// topic's `compression.<codec>.level`) or Kafka's default level.
+pub fn compress(codec: u8, plain: &[u8], level: Option<i32>) -> std::io::Result<Vec<u8>> {
     match codec {
         0 => Ok(plain.to_vec()),
         1 => {
             let mut encoder = flate2::write::GzEncoder::new(
                 Vec::with_capacity(plain.len() / 2),
-                flate2::Compression::new(GZIP_LEVEL),
+                // -1 is zlib's default.
+                flate2::Compression::new(match level {
+                    Some(l @ 0..=9) => l as u32,
+                    _ => GZIP_LEVEL,
+                }),
             );
             encoder.write_all(plain)?;
             encoder.finish()
@@ -116,13 +122,17 @@ pub fn compress(codec: u8, plain: &[u8]) -> std::io::Result<Vec<u8>> {
                 .block_mode(lz4::BlockMode::Independent)
                 .block_checksum(lz4::liblz4::BlockChecksum::NoBlockChecksum)
                 .checksum(lz4::ContentChecksum::NoChecksum)
-                .level(LZ4_LEVEL)
+                .level(
+                    level
+                        .and_then(|l| u32::try_from(l).ok())
+                        .unwrap_or(LZ4_LEVEL),
+                )
                 .build(Vec::with_capacity(plain.len() / 2))?;
             encoder.write_all(plain)?;
             let (out, result) = encoder.finish();
             result.map(|()| out)
         }
-        4 => zstd::stream::encode_all(plain, ZSTD_LEVEL),
+        4 => zstd::stream::encode_all(plain, level.unwrap_or(ZSTD_LEVEL)),
         other => Err(std::io::Error::other(format!("unknown codec {other}"))),
     }
 }
@@ -182,6 +192,14 @@ mod tests {
         buf.freeze()
     }
 
+    fn settings(codec: Option<u8>, max_message_bytes: i32) -> TopicSettings {
+        let mut settings =
+            crate::storage::TopicConfigs::default().settings(&crate::config::Config::default());
+        settings.compression_codec = codec;
+        settings.max_message_bytes = max_message_bytes;
+        settings
+    }
+
     #[test]
     fn every_codec_pair_keeps_the_records_and_a_valid_crc() {
         let codecs = [
@@ -195,8 +213,12 @@ mod tests {
             let original = batch(500, from);
             let header = BatchHeader::parse(&original).unwrap();
             for (target, _) in codecs.iter().enumerate() {
-                let out = to_topic_codec(original.clone(), &header, Some(target as u8), 1 << 20)
-                    .unwrap_or_else(|e| panic!("{from:?} -> {target}: {}", e.message));
+                let out = to_topic_codec(
+                    original.clone(),
+                    &header,
+                    &settings(Some(target as u8), 1 << 20),
+                )
+                .unwrap_or_else(|e| panic!("{from:?} -> {target}: {}", e.message));
                 let new_header = BatchHeader::parse(&out).unwrap();
                 assert_eq!(new_header.compression(), target as u8);
                 assert_eq!(new_header.total_size(), out.len());
@@ -216,9 +238,9 @@ mod tests {
     fn matching_codec_and_producer_keep_the_same_bytes() {
         let original = batch(10, Compression::Lz4);
         let header = BatchHeader::parse(&original).unwrap();
-        let same = to_topic_codec(original.clone(), &header, Some(3), 1 << 20).unwrap();
+        let same = to_topic_codec(original.clone(), &header, &settings(Some(3), 1 << 20)).unwrap();
         assert_eq!(same.as_ptr(), original.as_ptr(), "no copy");
-        let kept = to_topic_codec(original.clone(), &header, None, 1 << 20).unwrap();
+        let kept = to_topic_codec(original.clone(), &header, &settings(None, 1 << 20)).unwrap();
         assert_eq!(kept.as_ptr(), original.as_ptr());
     }
 
@@ -226,7 +248,8 @@ mod tests {
     fn a_batch_that_grows_past_the_limit_is_refused() {
         let original = batch(2000, Compression::Zstd);
         let header = BatchHeader::parse(&original).unwrap();
-        let refused = to_topic_codec(original.clone(), &header, Some(0), 8192).unwrap_err();
+        let refused =
+            to_topic_codec(original.clone(), &header, &settings(Some(0), 8192)).unwrap_err();
         assert_eq!(refused.error_code, 10, "MESSAGE_TOO_LARGE");
     }
 }

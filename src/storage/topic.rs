@@ -83,6 +83,13 @@ impl TopicConfigs {
         Ok(TopicConfigs(map))
     }
 
+    /// `compression.<codec>.level` for the codec `compression.type` names, when set.
+    fn compression_level(&self, broker: &Config) -> Option<i32> {
+        let codec = self.get_or_broker("compression.type", "compression.type", broker)?;
+        let key = format!("compression.{codec}.level");
+        self.get_or_broker(&key, &key, broker)?.parse().ok()
+    }
+
     /// The topic's override of `key`, else the broker's `broker_key` from any layer.
     fn get_or_broker<'a>(
         &'a self,
@@ -138,6 +145,7 @@ impl TopicConfigs {
                 "log.message.timestamp.type",
                 broker,
             ) == Some("LogAppendTime"),
+            compression_level: self.compression_level(broker),
             compression_codec: match self.get_or_broker(
                 "compression.type",
                 "compression.type",
@@ -198,6 +206,8 @@ pub struct TopicSettings {
     /// `compression.type` as the codec bits of a batch's attributes (0 none, 1 gzip, 2 snappy,
     /// 3 lz4, 4 zstd); None for `producer`, which keeps each batch as it was sent.
     pub compression_codec: Option<u8>,
+    /// `compression.<codec>.level` for the topic's codec, when set on the topic or the broker.
+    pub compression_level: Option<i32>,
     /// acks=all needs this many in-sync replicas; a single broker has one.
     pub min_insync_replicas: i64,
     pub retention: RetentionConfig,

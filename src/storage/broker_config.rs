@@ -35,6 +35,7 @@ const DYNAMIC_IN_KAFKA_ONLY: &[&str] = &[
     "num.network.threads",
     "num.recovery.threads.per.data.dir",
     "num.replica.fetchers",
+    "producer.id.expiration.ms",
 ];
 
 /// Broker configs Kafka knows but only reads at start-up: `kafka-configs` gets
@@ -67,7 +68,6 @@ const STATIC_ONLY: &[&str] = &[
     "offsets.topic.num.partitions",
     "offsets.topic.replication.factor",
     "process.roles",
-    "producer.id.expiration.ms",
     "queued.max.request.bytes",
     "quota.window.num",
     "quota.window.size.seconds",
@@ -82,6 +82,8 @@ const STATIC_ONLY: &[&str] = &[
 #[derive(Debug, PartialEq)]
 pub enum BrokerConfigError {
     NotDynamic(Vec<String>),
+    /// Dynamic in Kafka (or sluice's own keys), but sluice reads them only at start-up.
+    NotDynamicInSluice(Vec<String>),
     InvalidValue(String),
 }
 
@@ -94,6 +96,11 @@ impl std::fmt::Display for BrokerConfigError {
                 "Cannot update these configs dynamically: Set({})",
                 names.join(", ")
             ),
+            BrokerConfigError::NotDynamicInSluice(names) => write!(
+                f,
+                "sluice cannot update these configs dynamically: {}; set them in server.properties",
+                names.join(", ")
+            ),
             BrokerConfigError::InvalidValue(m) => f.write_str(m),
         }
     }
@@ -103,18 +110,20 @@ impl std::fmt::Display for BrokerConfigError {
 /// dynamically updatable and every value valid. Keys Kafka does not know are accepted and
 /// stored, as Kafka stores them.
 pub fn check(configs: &BTreeMap<String, String>) -> Result<(), BrokerConfigError> {
-    let not_dynamic: Vec<String> = configs
-        .keys()
-        .filter(|k| {
-            topic_config::broker_synonym(k).is_none()
-                && (STATIC_ONLY.contains(&k.as_str())
-                    || DYNAMIC_IN_KAFKA_ONLY.contains(&k.as_str())
-                    || k.starts_with("sluice."))
-        })
-        .cloned()
-        .collect();
+    let names = |keep: &dyn Fn(&str) -> bool| -> Vec<String> {
+        configs
+            .keys()
+            .filter(|k| topic_config::broker_synonym(k).is_none() && keep(k))
+            .cloned()
+            .collect()
+    };
+    let not_dynamic = names(&|k| STATIC_ONLY.contains(&k));
     if !not_dynamic.is_empty() {
         return Err(BrokerConfigError::NotDynamic(not_dynamic));
+    }
+    let not_in_sluice = names(&|k| DYNAMIC_IN_KAFKA_ONLY.contains(&k) || k.starts_with("sluice."));
+    if !not_in_sluice.is_empty() {
+        return Err(BrokerConfigError::NotDynamicInSluice(not_in_sluice));
     }
     for (key, value) in configs {
         if let Some((def, factor)) = topic_config::broker_synonym(key) {
@@ -231,6 +240,10 @@ mod tests {
             "Invalid value abc for configuration log.retention.ms: Not a number of type LONG"
         );
         assert!(check(&map(&[("log.message.timestamp.type", "Never")])).is_err());
+        assert!(matches!(
+            check(&map(&[("max.connections", "5")])),
+            Err(BrokerConfigError::NotDynamicInSluice(_))
+        ));
     }
 
     #[test]

@@ -73,10 +73,14 @@ impl LogManager {
             checkpoint_map(read_checkpoint(&log_dir.join(LOG_START_OFFSET_CHECKPOINT)));
         let topic_configs = topic::read_topic_configs(&log_dir)?;
         let dynamic = DynamicBrokerConfigs::read(&log_dir)?;
+        // Kafka logs and skips dynamic configs it cannot apply rather than refusing to start.
         let effective = Arc::new(
             config
                 .with_dynamic(&dynamic.merged(config.node_id))
-                .map_err(|e| anyhow::anyhow!("dynamic broker configs: {e}"))?,
+                .unwrap_or_else(|e| {
+                    tracing::error!("ignoring the dynamic broker configs: {e}");
+                    (*config).clone()
+                }),
         );
         layout::remove_deleted_topic_dirs(&log_dir);
 

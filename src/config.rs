@@ -221,6 +221,37 @@ impl Config {
         Ok(config)
     }
 
+    /// This configuration with dynamic broker configs (KIP-226) layered over it: `dynamic` holds
+    /// the cluster default and this broker's values already merged, the broker's on top. The
+    /// result's `properties` hold every layer, so topic settings resolve through all of them.
+    pub fn with_dynamic(&self, dynamic: &BTreeMap<String, String>) -> Result<Config, ConfigError> {
+        let mut config = self.clone();
+        let mut advertised_set = true;
+        for (key, value) in dynamic {
+            config.apply(key, value, &mut advertised_set)?;
+            config.properties.insert(key.clone(), value.clone());
+        }
+        // Kafka's precedence between the units of one setting holds across layers: a static
+        // log.retention.ms still beats a dynamic log.retention.hours, so the most precise key
+        // set in any layer is applied last.
+        for group in [
+            &[
+                "log.retention.ms",
+                "log.retention.minutes",
+                "log.retention.hours",
+            ][..],
+            &["log.roll.ms", "log.roll.hours"][..],
+        ] {
+            if group.iter().any(|k| dynamic.contains_key(*k)) {
+                if let Some(key) = group.iter().find(|k| config.properties.contains_key(**k)) {
+                    let value = config.properties[*key].clone();
+                    config.apply(key, &value, &mut advertised_set)?;
+                }
+            }
+        }
+        Ok(config)
+    }
+
     /// Applies one key; returns false when sluice does not use the key.
     fn apply(
         &mut self,

@@ -1,7 +1,9 @@
 //! AlterConfigs (33) and IncrementalAlterConfigs (44) for topics. AlterConfigs replaces a
 //! topic's whole set of overrides; IncrementalAlterConfigs applies SET, DELETE, APPEND and
 //! SUBTRACT to them. Either way the result is validated as a whole, applied at once, and
-//! persisted. Broker resources: sluice has no dynamic broker configs yet and says so.
+//! persisted. Broker resources (this node's id, or "" for the cluster-wide default) take
+//! dynamic broker configs the same two ways; `storage::broker_config` says which keys may
+//! change.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -97,7 +99,7 @@ pub fn handle_incremental(
                     resource.resource_type,
                     &key.1,
                     request.validate_only,
-                    |current| apply_ops(current, &ops),
+                    |current| apply_ops(current, &ops, resource.resource_type == RESOURCE_BROKER),
                 )
             };
             let (error_code, message) = split(outcome);
@@ -121,13 +123,7 @@ fn apply(
 ) -> Outcome {
     match resource_type {
         RESOURCE_TOPIC => {}
-        RESOURCE_BROKER => {
-            return Err((
-                code(ResponseError::InvalidConfig),
-                "sluice does not support dynamic broker configs yet; set them in server.properties"
-                    .into(),
-            ))
-        }
+        RESOURCE_BROKER => return apply_broker(broker, name, validate_only, change),
         other => {
             return Err((
                 code(ResponseError::InvalidRequest),
@@ -153,19 +149,49 @@ fn apply(
         .map_err(|e| (topic_error_code(&e), e.to_string()))
 }
 
+/// The same for a broker resource: Kafka answers INVALID_REQUEST to every refusal here.
+fn apply_broker(
+    broker: &Broker,
+    name: &str,
+    validate_only: bool,
+    change: impl FnOnce(BTreeMap<String, String>) -> Result<BTreeMap<String, String>, (i16, String)>,
+) -> Outcome {
+    let invalid = |message: String| (code(ResponseError::InvalidRequest), message);
+    if !name.is_empty() && name != broker.config.node_id.to_string() {
+        return Err(invalid(format!(
+            "Unexpected broker id, expected {} but received {name}",
+            broker.config.node_id
+        )));
+    }
+    let current = broker.logs.dynamic_broker_configs().entity(name);
+    let updated = change(current).map_err(|(_, message)| invalid(message))?;
+    broker
+        .logs
+        .alter_broker_configs(name, updated, validate_only)
+        .map_err(|e| invalid(e.to_string()))
+}
+
 const SET: i8 = 0;
 const DELETE: i8 = 1;
 const APPEND: i8 = 2;
 const SUBTRACT: i8 = 3;
 
+/// Applies IncrementalAlterConfigs operations; `broker_keys` when the names are broker
+/// configs (which Kafka does not check against a list) rather than topic configs.
 fn apply_ops(
     mut configs: BTreeMap<String, String>,
     ops: &[(String, i8, Option<String>)],
+    broker_keys: bool,
 ) -> Result<BTreeMap<String, String>, (i16, String)> {
     let invalid = |m: String| (code(ResponseError::InvalidConfig), m);
     for (name, op, value) in ops {
-        let def = topic_config::find(name)
-            .ok_or_else(|| invalid(format!("Unknown topic config name: {name}")))?;
+        let def = match (broker_keys, topic_config::find(name)) {
+            (true, _) => topic_config::broker_synonym(name)
+                .map(|(def, _)| (def.kind, def.default))
+                .unwrap_or((ConfigType::String, "")),
+            (false, Some(def)) => (def.kind, def.default),
+            (false, None) => return Err(invalid(format!("Unknown topic config name: {name}"))),
+        };
         let value = value.clone().unwrap_or_default();
         match *op {
             SET => {
@@ -174,11 +200,11 @@ fn apply_ops(
             DELETE => {
                 configs.remove(name);
             }
-            APPEND | SUBTRACT if def.kind != ConfigType::List => {
+            APPEND | SUBTRACT if def.0 != ConfigType::List => {
                 return Err(invalid(format!("Config value append/subtract is not allowed for config key {name} as it is not a list")))
             }
             APPEND | SUBTRACT => {
-                let current = configs.get(name).cloned().unwrap_or_else(|| def.default.to_string());
+                let current = configs.get(name).cloned().unwrap_or_else(|| def.1.to_string());
                 let mut items: Vec<String> = current.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect();
                 for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
                     if *op == APPEND && !items.iter().any(|i| i == item) {

@@ -1,6 +1,8 @@
 //! DescribeConfigs (32): every topic config with its value, source, synonyms (when asked),
-//! type and documentation (v3+), resolved topic → `server.properties` → Kafka default; and the
-//! broker's settings for the node's own broker resource.
+//! type and documentation (v3+), resolved topic → this broker's dynamic config → the
+//! cluster-wide dynamic default → `server.properties` → Kafka default; the broker's settings
+//! for the node's own broker resource, resolved the same way; and the cluster-wide dynamic
+//! defaults for the default broker resource (name "").
 
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::describe_configs_response::{
@@ -13,6 +15,7 @@ use kafka_protocol::ResponseError;
 use super::errors::code;
 use super::Broker;
 use crate::config::{Config, Endpoint};
+use crate::storage::broker_config;
 use crate::storage::topic_config::{self, source, ConfigType, Resolved};
 
 pub const RESOURCE_TOPIC: i8 = 2;
@@ -58,12 +61,19 @@ fn describe(
             .with_error_message(Some(StrBytes::from_string(message)))
     };
     let name = resource.resource_name.as_str();
+    let dynamic = broker.logs.dynamic_broker_configs();
+    let (own, default) = (
+        dynamic.entity(&broker.config.node_id.to_string()),
+        dynamic.entity(""),
+    );
+    let layers = [
+        (&own, source::DYNAMIC_BROKER_CONFIG),
+        (&default, source::DYNAMIC_DEFAULT_BROKER_CONFIG),
+        (&broker.config.properties, source::STATIC_BROKER_CONFIG),
+    ];
     let resolved = match resource.resource_type {
         RESOURCE_TOPIC => match broker.logs.topic(name) {
-            Some(topic) => topic_config::resolve_all(
-                &topic.settings().overrides.to_map(),
-                &broker.config.properties,
-            ),
+            Some(topic) => topic_config::resolve_all(&topic.settings().overrides.to_map(), &layers),
             None => {
                 return error(
                     ResponseError::UnknownTopicOrPartition,
@@ -71,8 +81,10 @@ fn describe(
                 )
             }
         },
-        RESOURCE_BROKER if name.is_empty() => Vec::new(),
-        RESOURCE_BROKER if name == broker.config.node_id.to_string() => broker_configs(broker),
+        RESOURCE_BROKER if name.is_empty() => default_broker_configs(&default),
+        RESOURCE_BROKER if name == broker.config.node_id.to_string() => {
+            broker_configs(&broker.logs.broker_config(), &layers)
+        }
         RESOURCE_BROKER => {
             return error(
                 ResponseError::InvalidRequest,
@@ -99,7 +111,7 @@ fn describe(
     };
     let configs = resolved
         .into_iter()
-        .filter(|r| wanted(r.name))
+        .filter(|r| wanted(&r.name))
         .map(|r| entry(r, options))
         .collect();
     result.with_configs(configs)
@@ -107,17 +119,19 @@ fn describe(
 
 fn entry(resolved: Resolved, options: &Options) -> DescribeConfigsResourceResult {
     let mut entry = DescribeConfigsResourceResult::default()
-        .with_name(StrBytes::from_static_str(resolved.name))
-        .with_value(Some(StrBytes::from_string(resolved.value)))
+        .with_is_sensitive(resolved.value.is_none())
+        .with_value(resolved.value.map(StrBytes::from_string))
+        .with_name(StrBytes::from_string(resolved.name))
         .with_config_source(resolved.source);
     if options.synonyms {
         entry.synonyms = resolved
             .synonyms
             .into_iter()
             .map(|(name, value, source)| {
+                let known = broker_config::is_known(&name) || topic_config::find(&name).is_some();
                 DescribeConfigsSynonym::default()
                     .with_name(StrBytes::from_string(name))
-                    .with_value(Some(StrBytes::from_string(value)))
+                    .with_value(known.then(|| StrBytes::from_string(value)))
                     .with_source(source)
             })
             .collect();
@@ -131,22 +145,59 @@ fn entry(resolved: Resolved, options: &Options) -> DescribeConfigsResourceResult
     entry
 }
 
-/// The node's own settings: static (from `server.properties`) or Kafka's defaults. None can be
-/// changed at runtime yet, so all are read-only.
-fn broker_configs(broker: &Broker) -> Vec<Resolved> {
-    describe_broker_configs(&broker.config)
-        .into_iter()
-        .map(|(name, value, is_set, kind)| {
-            let source = if is_set {
-                source::STATIC_BROKER_CONFIG
+/// The node's own settings with their sources: this broker's dynamic value, the cluster
+/// default, `server.properties`, or Kafka's default. Values are the ones in force.
+fn broker_configs(config: &Config, layers: &topic_config::BrokerLayers) -> Vec<Resolved> {
+    let mut all = describe_broker_configs(config);
+    // The dynamic defaults of topic configs, where the list above does not have them.
+    for def in topic_config::TOPIC_CONFIGS {
+        for (key, factor) in def.synonyms {
+            let set = layers.iter().find_map(|(layer, _)| layer.get(*key));
+            if all.iter().any(|(name, _, _)| name == key)
+                || topic_config::broker_synonym(key).is_none()
+                || (*factor != 1 && set.is_none())
+            {
+                continue;
+            }
+            let value = set.cloned().unwrap_or_else(|| def.default.to_string());
+            let kind = if *factor == 1 {
+                def.kind
             } else {
-                source::DEFAULT_CONFIG
+                ConfigType::Int
             };
+            all.push((key.to_string(), value, kind));
+        }
+    }
+    // Stored keys that Kafka does not know either: listed, their values hidden.
+    for (layer, _) in &layers[..2] {
+        for key in layer.keys() {
+            if !all.iter().any(|(name, _, _)| name == key) {
+                all.push((key.clone(), String::new(), ConfigType::String));
+            }
+        }
+    }
+    all.sort_by(|a, b| a.0.cmp(&b.0));
+    let defaults = kafka_defaults();
+    all.into_iter()
+        .map(|(name, value, kind)| {
+            let mut synonyms: Vec<(String, String, i8)> = layers
+                .iter()
+                .filter_map(|(layer, source)| {
+                    layer.get(&name).map(|v| (name.clone(), v.clone(), *source))
+                })
+                .collect();
+            let source = synonyms
+                .first()
+                .map_or(source::DEFAULT_CONFIG, |(_, _, source)| *source);
+            if let Some(default) = defaults.get(&name) {
+                synonyms.push((name.clone(), default.clone(), source::DEFAULT_CONFIG));
+            }
+            let known = defaults.contains_key(&name) || broker_config::is_known(&name);
             Resolved {
+                value: known.then_some(value),
                 name,
-                value: value.clone(),
                 source,
-                synonyms: vec![(name.to_string(), value, source)],
+                synonyms,
                 kind,
                 doc: "",
             }
@@ -154,9 +205,60 @@ fn broker_configs(broker: &Broker) -> Vec<Resolved> {
         .collect()
 }
 
-/// The broker settings DescribeConfigs reports for this node: (name, value, set in
-/// `server.properties`, type). Values are the ones in force.
-fn describe_broker_configs(config: &Config) -> Vec<(&'static str, String, bool, ConfigType)> {
+/// Kafka's defaults of the broker configs this node describes.
+fn kafka_defaults() -> std::collections::BTreeMap<String, String> {
+    let mut defaults: std::collections::BTreeMap<String, String> =
+        describe_broker_configs(&Config::default())
+            .into_iter()
+            .map(|(name, value, _)| (name, value))
+            .collect();
+    for def in topic_config::TOPIC_CONFIGS {
+        if let Some((key, 1)) = def.synonyms.first() {
+            defaults
+                .entry(key.to_string())
+                .or_insert_with(|| def.default.to_string());
+        }
+    }
+    defaults
+}
+
+/// The cluster-wide dynamic defaults (`kafka-configs --entity-default`).
+fn default_broker_configs(default: &std::collections::BTreeMap<String, String>) -> Vec<Resolved> {
+    let mut all = default.clone();
+    // As in topic_config::resolve: a Kafka 4.1 cluster stores this one at format time.
+    all.entry("min.insync.replicas".to_string())
+        .or_insert_with(|| "1".to_string());
+    all.into_iter()
+        .map(|(name, value)| {
+            let known = broker_config::is_known(&name);
+            let kind = topic_config::broker_synonym(&name)
+                .map(|(def, factor)| {
+                    if factor == 1 {
+                        def.kind
+                    } else {
+                        ConfigType::Int
+                    }
+                })
+                .unwrap_or(ConfigType::String);
+            Resolved {
+                synonyms: vec![(
+                    name.clone(),
+                    value.clone(),
+                    source::DYNAMIC_DEFAULT_BROKER_CONFIG,
+                )],
+                value: known.then_some(value),
+                name,
+                source: source::DYNAMIC_DEFAULT_BROKER_CONFIG,
+                kind,
+                doc: "",
+            }
+        })
+        .collect()
+}
+
+/// The broker settings DescribeConfigs reports for this node: (name, value, type). Values are
+/// the ones in force.
+fn describe_broker_configs(config: &Config) -> Vec<(String, String, ConfigType)> {
     use ConfigType::{Boolean, Int, Long};
     let log = &config.log;
     let listener = |e: &Endpoint| format!("PLAINTEXT://{e}");
@@ -252,6 +354,6 @@ fn describe_broker_configs(config: &Config) -> Vec<(&'static str, String, bool, 
     ];
     entries
         .into_iter()
-        .map(|(name, value, kind)| (name, value, config.properties.contains_key(name), kind))
+        .map(|(name, value, kind)| (name.to_string(), value, kind))
         .collect()
 }

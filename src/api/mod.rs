@@ -22,6 +22,7 @@ mod list_offsets;
 mod metadata;
 mod produce;
 mod produce_validation;
+mod recompress;
 
 use std::sync::Arc;
 

@@ -14,6 +14,7 @@ use kafka_protocol::ResponseError;
 
 use super::errors::{code, partition_error_code, NONE};
 use super::produce_validation::{validate, BatchLimits};
+use super::recompress;
 use super::{respond_throttled, Broker, Outcome};
 use crate::producer::{snapshot, SequenceCheck};
 use crate::storage::consumer_offsets::CONSUMER_OFFSETS_TOPIC;
@@ -168,6 +169,14 @@ async fn append_one(
             if version >= 8 {
                 response.error_message = Some(StrBytes::from_string(refused.message));
             }
+            return;
+        }
+    };
+    // The topic's compression.type, when it names another codec (recompress.rs).
+    let records = match recompress::to_topic_codec(records, &header, &settings) {
+        Ok(records) => records,
+        Err(refused) => {
+            response.error_code = refused.error_code;
             return;
         }
     };

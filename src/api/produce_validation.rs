@@ -111,7 +111,7 @@ pub fn validate(records: &[u8], limits: &BatchLimits) -> Result<BatchHeader, Ref
 
 /// How far a batch may decompress, in multiples of `max.message.bytes`: generous for real
 /// data, and a bound on the CPU a decompression bomb can cost.
-const DECOMPRESSION_FACTOR: u64 = 64;
+pub(crate) const DECOMPRESSION_FACTOR: u64 = 64;
 
 /// Walks every record: exactly `records_count` of them, offset deltas 0..n-1, timestamps in
 /// bounds, nothing left over.

@@ -38,18 +38,7 @@ pub fn walk_records(
     max_decompressed_bytes: u64,
     mut visit: impl FnMut(i32, i64, bool) -> Result<(), WalkError>,
 ) -> Result<(), WalkError> {
-    let reader: Box<dyn Read + '_> = match codec {
-        0 => Box::new(body),
-        GZIP => Box::new(flate2::read::GzDecoder::new(body)),
-        SNAPPY => Box::new(SnappyReader::new(body, max_decompressed_bytes)?),
-        LZ4 => Box::new(lz4::Decoder::new(body).map_err(corrupt)?),
-        ZSTD => Box::new(zstd::stream::read::Decoder::new(body).map_err(corrupt)?),
-        other => {
-            return Err(WalkError::Corrupt(format!(
-                "unknown compression codec {other}"
-            )))
-        }
-    };
+    let reader = decompressor(codec, body, max_decompressed_bytes)?;
     // One byte past the bound tells "exactly at the bound" from "over it".
     let mut input = Counted {
         inner: BufReader::new(reader.take(max_decompressed_bytes + 1)),
@@ -97,6 +86,28 @@ pub fn walk_records(
         Ok(_) if input.read > max_decompressed_bytes => Err(WalkError::TooLarge),
         Ok(_) => Err(invalid("bytes left over after the batch's records")),
     }
+}
+
+/// A reader of the decompressed records of a batch body in `codec` (0 none, 1 gzip, 2 snappy
+/// in raw or the Java client's xerial framing, 3 lz4 frame, 4 zstd). It does not bound the
+/// output; callers take at most what they allow.
+pub fn decompressor(
+    codec: u8,
+    body: &[u8],
+    max_block_bytes: u64,
+) -> Result<Box<dyn Read + '_>, WalkError> {
+    Ok(match codec {
+        0 => Box::new(body),
+        GZIP => Box::new(flate2::read::GzDecoder::new(body)),
+        SNAPPY => Box::new(SnappyReader::new(body, max_block_bytes)?),
+        LZ4 => Box::new(lz4::Decoder::new(body).map_err(corrupt)?),
+        ZSTD => Box::new(zstd::stream::read::Decoder::new(body).map_err(corrupt)?),
+        other => {
+            return Err(WalkError::Corrupt(format!(
+                "unknown compression codec {other}"
+            )))
+        }
+    })
 }
 
 fn corrupt(e: io::Error) -> WalkError {

@@ -6,6 +6,7 @@
 //! It sees batch bytes and offsets, never request types. Appends wake long-polling fetches
 //! through one `Notify`.
 
+pub mod broker_config;
 pub mod consumer_offsets;
 mod layout;
 pub mod topic_config;
@@ -24,6 +25,7 @@ use crate::config::Config;
 use crate::log::checkpoint::{read_checkpoint, write_checkpoint};
 use crate::log::{LogError, OpenOptions, PartitionLog};
 use crate::producer::id_allocator::ProducerIdAllocator;
+use broker_config::{BrokerConfigError, DynamicBrokerConfigs};
 pub use topic::{
     validate_topic_name, Partition, PartitionError, PartitionState, Topic, TopicConfigs,
     TopicError, TopicSettings,
@@ -36,7 +38,12 @@ const CLEAN_SHUTDOWN_MARKER: &str = ".kafka_cleanshutdown";
 /// All partition logs of the broker's one log directory.
 pub struct LogManager {
     log_dir: PathBuf,
+    /// The configuration from `server.properties` and the command line.
     config: Arc<Config>,
+    /// Dynamic broker configs and the configuration in force with them applied over `config`;
+    /// swapped together, under the topics' write lock, so topic settings always derive from
+    /// the `Config` published here.
+    dynamic: RwLock<(DynamicBrokerConfigs, Arc<Config>)>,
     cluster_id: String,
     topics: RwLock<HashMap<String, Arc<Topic>>>,
     /// Woken after every append so parked fetches re-check their partitions.
@@ -65,6 +72,16 @@ impl LogManager {
         let log_starts =
             checkpoint_map(read_checkpoint(&log_dir.join(LOG_START_OFFSET_CHECKPOINT)));
         let topic_configs = topic::read_topic_configs(&log_dir)?;
+        let dynamic = DynamicBrokerConfigs::read(&log_dir)?;
+        // Kafka logs and skips dynamic configs it cannot apply rather than refusing to start.
+        let effective = Arc::new(
+            config
+                .with_dynamic(&dynamic.merged(config.node_id))
+                .unwrap_or_else(|e| {
+                    tracing::error!("ignoring the dynamic broker configs: {e}");
+                    (*config).clone()
+                }),
+        );
         layout::remove_deleted_topic_dirs(&log_dir);
 
         let mut grouped: BTreeMap<String, Vec<(i32, PathBuf)>> = BTreeMap::new();
@@ -76,7 +93,7 @@ impl LogManager {
             dirs.sort_by_key(|(p, _)| *p);
             let configs =
                 TopicConfigs::from_map(topic_configs.get(&name).cloned().unwrap_or_default());
-            let settings = configs.settings(&config);
+            let settings = configs.settings(&effective);
             let log_config = settings.log.clone();
             let mut partitions = Vec::with_capacity(dirs.len());
             let mut topic_id = None;
@@ -111,12 +128,70 @@ impl LogManager {
         Ok(LogManager {
             log_dir,
             config,
+            dynamic: RwLock::new((dynamic, effective)),
             cluster_id,
             topics: RwLock::new(topics),
             appended: Notify::new(),
             producer_ids: ProducerIdAllocator::open(&config_log_dir)?,
             _lock_file: lock_file,
         })
+    }
+
+    /// The configuration in force: `server.properties` with dynamic broker configs over it.
+    pub fn broker_config(&self) -> Arc<Config> {
+        self.dynamic
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .1
+            .clone()
+    }
+
+    pub fn dynamic_broker_configs(&self) -> DynamicBrokerConfigs {
+        self.dynamic
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .0
+            .clone()
+    }
+
+    /// Replaces one entity's dynamic broker configs ("" for the cluster default), persists
+    /// them, and re-derives every topic's settings at once, so topics without an override
+    /// follow a new default without a restart.
+    pub fn alter_broker_configs(
+        &self,
+        entity: &str,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+    ) -> Result<(), BrokerConfigError> {
+        broker_config::check(&configs)?;
+        let topics = self.topics.write().unwrap_or_else(|e| e.into_inner());
+        let mut dynamic = self.dynamic_broker_configs();
+        dynamic.set_entity(entity, configs);
+        let effective = self
+            .config
+            .with_dynamic(&dynamic.merged(self.config.node_id))
+            .map_err(|e| BrokerConfigError::InvalidValue(e.to_string()))?;
+        if validate_only {
+            return Ok(());
+        }
+        dynamic
+            .write(&self.log_dir)
+            .map_err(|e| BrokerConfigError::InvalidValue(format!("cannot persist: {e}")))?;
+        let effective = Arc::new(effective);
+        *self.dynamic.write().unwrap_or_else(|e| e.into_inner()) = (dynamic, effective.clone());
+        for topic in topics.values() {
+            let settings = topic.settings().overrides.settings(&effective);
+            apply_settings(topic, settings);
+        }
+        tracing::info!(
+            entity = if entity.is_empty() {
+                "<default>"
+            } else {
+                entity
+            },
+            "altered dynamic broker configs"
+        );
+        Ok(())
     }
 
     pub fn producer_ids(&self) -> &ProducerIdAllocator {
@@ -172,7 +247,7 @@ impl LogManager {
             return Err(TopicError::AlreadyExists);
         }
         let id = Uuid::new_v4();
-        let settings = configs.settings(&self.config);
+        let settings = configs.settings(&self.broker_config());
         let partitions = (0..num_partitions)
             .map(|index| self.open_new_partition(name, id, index, &settings, now_ms))
             .collect::<Result<Vec<_>, _>>()?;
@@ -226,15 +301,7 @@ impl LogManager {
     pub fn alter_topic_configs(&self, name: &str, configs: TopicConfigs) -> Result<(), TopicError> {
         let topics = self.topics.write().unwrap_or_else(|e| e.into_inner());
         let topic = topics.get(name).ok_or(TopicError::UnknownTopic)?;
-        let settings = configs.settings(&self.config);
-        for partition in &topic.partitions {
-            // A deleted partition has nothing left to configure.
-            let _ = partition.with_log(|log| {
-                log.set_config(settings.log.clone());
-                Ok(())
-            });
-        }
-        topic.set_settings(settings);
+        apply_settings(topic, configs.settings(&self.broker_config()));
         self.persist_topic_configs(&topics)?;
         tracing::info!(topic = name, "altered topic configs");
         Ok(())
@@ -407,6 +474,18 @@ impl LogManager {
             .flat_map(|t| t.partitions.iter().cloned())
             .collect()
     }
+}
+
+/// Gives a topic new settings: its partitions' logs first, then the topic's own.
+fn apply_settings(topic: &Topic, settings: TopicSettings) {
+    for partition in &topic.partitions {
+        // A deleted partition has nothing left to configure.
+        let _ = partition.with_log(|log| {
+            log.set_config(settings.log.clone());
+            Ok(())
+        });
+    }
+    topic.set_settings(settings);
 }
 
 fn checkpoint_map(

@@ -83,6 +83,26 @@ impl TopicConfigs {
         Ok(TopicConfigs(map))
     }
 
+    /// `compression.<codec>.level` for the codec `compression.type` names, when set.
+    fn compression_level(&self, broker: &Config) -> Option<i32> {
+        let codec = self.get_or_broker("compression.type", "compression.type", broker)?;
+        let key = format!("compression.{codec}.level");
+        self.get_or_broker(&key, &key, broker)?.parse().ok()
+    }
+
+    /// The topic's override of `key`, else the broker's `broker_key` from any layer.
+    fn get_or_broker<'a>(
+        &'a self,
+        key: &str,
+        broker_key: &str,
+        broker: &'a Config,
+    ) -> Option<&'a str> {
+        self.0
+            .get(key)
+            .or_else(|| broker.properties.get(broker_key))
+            .map(|v| v.trim())
+    }
+
     fn get_i64(&self, key: &str) -> Option<i64> {
         self.0.get(key).and_then(|v| v.trim().parse().ok())
     }
@@ -120,14 +140,29 @@ impl TopicConfigs {
             timestamp_after_max_ms: self
                 .get_i64("message.timestamp.after.max.ms")
                 .unwrap_or(broker.log_message_timestamp_after_max_ms),
-            log_append_time: self.0.get("message.timestamp.type").map(String::as_str)
-                == Some("LogAppendTime"),
+            log_append_time: self.get_or_broker(
+                "message.timestamp.type",
+                "log.message.timestamp.type",
+                broker,
+            ) == Some("LogAppendTime"),
             compacted: self
-                .0
-                .get("cleanup.policy")
+                .get_or_broker("cleanup.policy", "log.cleanup.policy", broker)
                 .unwrap_or(&broker.log_cleanup_policy)
                 .split(',')
                 .any(|p| p.trim() == "compact"),
+            compression_level: self.compression_level(broker),
+            compression_codec: match self.get_or_broker(
+                "compression.type",
+                "compression.type",
+                broker,
+            ) {
+                Some("uncompressed") => Some(0),
+                Some("gzip") => Some(1),
+                Some("snappy") => Some(2),
+                Some("lz4") => Some(3),
+                Some("zstd") => Some(4),
+                _ => None,
+            },
             min_insync_replicas: self.get_i64("min.insync.replicas").unwrap_or_else(|| {
                 broker
                     .properties
@@ -175,6 +210,11 @@ pub struct TopicSettings {
     pub log_append_time: bool,
     /// `cleanup.policy` includes `compact`, so produced records must have keys.
     pub compacted: bool,
+    /// `compression.type` as the codec bits of a batch's attributes (0 none, 1 gzip, 2 snappy,
+    /// 3 lz4, 4 zstd); None for `producer`, which keeps each batch as it was sent.
+    pub compression_codec: Option<u8>,
+    /// `compression.<codec>.level` for the topic's codec, when set on the topic or the broker.
+    pub compression_level: Option<i32>,
     /// acks=all needs this many in-sync replicas; a single broker has one.
     pub min_insync_replicas: i64,
     pub retention: RetentionConfig,

@@ -21,6 +21,7 @@ pub enum ConfigType {
 /// Kafka's `ConfigSource` codes.
 pub mod source {
     pub const DYNAMIC_TOPIC_CONFIG: i8 = 1;
+    pub const DYNAMIC_BROKER_CONFIG: i8 = 2;
     pub const DYNAMIC_DEFAULT_BROKER_CONFIG: i8 = 3;
     pub const STATIC_BROKER_CONFIG: i8 = 4;
     pub const DEFAULT_CONFIG: i8 = 5;
@@ -79,7 +80,7 @@ mod table {
     def("cleanup.policy", List, "delete", &[("log.cleanup.policy", 1)], ListOf(&["delete", "compact"]), "The retention policy of old log segments: delete or compact (sluice stores compacted topics but does not compact them yet)."),
     def("compression.gzip.level", Int, "-1", &[("compression.gzip.level", 1)], Between(-1.0, 9.0), "The gzip level used when compression.type is gzip."),
     def("compression.lz4.level", Int, "9", &[("compression.lz4.level", 1)], Between(1.0, 17.0), "The lz4 level used when compression.type is lz4."),
-    def("compression.type", String, "producer", &[("compression.type", 1)], OneOf(&["producer"]), "The final compression of the topic. sluice stores batches as the producer sent them, so only 'producer' is accepted."),
+    def("compression.type", String, "producer", &[("compression.type", 1)], OneOf(&["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"]), "The final compression of the topic's batches: a codec, or 'producer' to keep the producer's."),
     def("compression.zstd.level", Int, "3", &[("compression.zstd.level", 1)], Between(-131072.0, 22.0), "The zstd level used when compression.type is zstd."),
     def("delete.retention.ms", Long, "86400000", &[("log.cleaner.delete.retention.ms", 1)], AtLeast(0), "How long delete tombstones are kept on compacted topics."),
     def("file.delete.delay.ms", Long, "60000", &[("log.segment.delete.delay.ms", 1)], AtLeast(0), "The time to wait before deleting a file from the filesystem."),
@@ -119,20 +120,41 @@ pub fn find(name: &str) -> Option<&'static TopicConfigDef> {
 /// Checks one value; the message is Kafka-style and names the config.
 pub fn validate(name: &str, value: &str) -> Result<(), String> {
     let def = find(name).ok_or_else(|| format!("Unknown topic config name: {name}"))?;
+    validate_as(def, name, value, 1)
+}
+
+/// Checks `value` for `def` under the name `name` (a topic config or one of its broker
+/// synonyms). A synonym in another unit (`factor` ≠ 1, e.g. hours) only has to be a number;
+/// Kafka bounds those separately.
+pub fn validate_as(
+    def: &TopicConfigDef,
+    name: &str,
+    value: &str,
+    factor: i64,
+) -> Result<(), String> {
     let invalid = |why: &str| {
         Err(format!(
             "Invalid value {value} for configuration {name}: {why}"
         ))
     };
-    let number = match def.kind {
+    let kind = if factor == 1 {
+        def.kind
+    } else {
+        ConfigType::Int
+    };
+    let number = match kind {
         ConfigType::Int => value.trim().parse::<i32>().map(f64::from).ok(),
         ConfigType::Long => value.trim().parse::<i64>().map(|v| v as f64).ok(),
         ConfigType::Double => value.trim().parse::<f64>().ok(),
         _ => Some(0.0),
     };
     let Some(number) = number else {
-        return invalid(&format!("Not a number of type {:?}", def.kind).to_uppercase());
+        let kind = format!("{kind:?}").to_uppercase();
+        return invalid(&format!("Not a number of type {kind}"));
     };
+    if factor != 1 {
+        return Ok(());
+    }
     match def.check {
         Check::None => Ok(()),
         Check::AtLeast(min) if number < min as f64 => {
@@ -156,10 +178,26 @@ pub fn validate(name: &str, value: &str) -> Result<(), String> {
     }
 }
 
+/// The topic config a broker key stands in for, and the factor from the key's unit to the
+/// topic config's. These are the broker configs Kafka lets `kafka-configs` change at runtime
+/// (`DynamicLogConfig`): the defaults of topic configs.
+pub fn broker_synonym(key: &str) -> Option<(&'static TopicConfigDef, i64)> {
+    TOPIC_CONFIGS
+        .iter()
+        .filter(|def| !def.name.ends_with(".replication.throttled.replicas"))
+        .find_map(|def| {
+            def.synonyms
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, factor)| (def, *factor))
+        })
+}
+
 /// One resolved config as DescribeConfigs reports it.
 pub struct Resolved {
-    pub name: &'static str,
-    pub value: String,
+    pub name: String,
+    /// None for a sensitive config, whose value is never shown.
+    pub value: Option<String>,
     pub source: i8,
     /// (name, value, source), most specific first.
     pub synonyms: Vec<(String, String, i8)>,
@@ -167,22 +205,26 @@ pub struct Resolved {
     pub doc: &'static str,
 }
 
-/// Resolves every topic config for a topic with `overrides`, against the broker's
-/// `server.properties` pairs.
+/// The broker's config layers under a topic's overrides, most specific first: this broker's
+/// dynamic configs, the cluster-wide dynamic defaults, then `server.properties`; each with the
+/// `ConfigSource` it reports.
+pub type BrokerLayers<'a> = [(&'a BTreeMap<String, String>, i8)];
+
+/// Resolves every topic config for a topic with `overrides`, against the broker's layers.
 pub fn resolve_all(
     overrides: &BTreeMap<String, String>,
-    broker_properties: &BTreeMap<String, String>,
+    broker_layers: &BrokerLayers,
 ) -> Vec<Resolved> {
     TOPIC_CONFIGS
         .iter()
-        .map(|def| resolve(def, overrides, broker_properties))
+        .map(|def| resolve(def, overrides, broker_layers))
         .collect()
 }
 
 fn resolve(
     def: &'static TopicConfigDef,
     overrides: &BTreeMap<String, String>,
-    broker: &BTreeMap<String, String>,
+    broker_layers: &BrokerLayers,
 ) -> Resolved {
     let mut synonyms = Vec::new();
     if let Some(value) = overrides.get(def.name) {
@@ -192,21 +234,22 @@ fn resolve(
             source::DYNAMIC_TOPIC_CONFIG,
         ));
     }
+    // Kafka lists synonyms name by name, and each name layer by layer.
     for (key, factor) in def.synonyms {
-        if let Some(value) = broker.get(*key) {
-            let converted = match (*factor, value.trim().parse::<i64>()) {
-                (1, _) | (_, Err(_)) => value.clone(),
-                (factor, Ok(v)) => v.saturating_mul(factor).to_string(),
-            };
-            synonyms.push((key.to_string(), converted, source::STATIC_BROKER_CONFIG));
+        for (layer, layer_source) in broker_layers {
+            if let Some(value) = layer.get(*key) {
+                let converted = match (*factor, value.trim().parse::<i64>()) {
+                    (1, _) | (_, Err(_)) => value.clone(),
+                    (factor, Ok(v)) => v.saturating_mul(factor).to_string(),
+                };
+                synonyms.push((key.to_string(), converted, *layer_source));
+            }
         }
     }
     // A freshly formatted Kafka 4.1 cluster (eligible leader replicas on) stores
     // min.insync.replicas as a cluster-wide dynamic default, so tools list it as set.
     if def.name == "min.insync.replicas"
-        && synonyms
-            .iter()
-            .all(|(_, _, s)| *s != source::STATIC_BROKER_CONFIG)
+        && synonyms.len() == usize::from(overrides.contains_key(def.name))
     {
         synonyms.push((
             def.name.to_string(),
@@ -225,8 +268,8 @@ fn resolve(
         .map(|(_, v, s)| (v.clone(), *s))
         .unwrap_or_default();
     Resolved {
-        name: def.name,
-        value,
+        name: def.name.to_string(),
+        value: Some(value),
         source,
         synonyms,
         kind: def.kind,
@@ -279,10 +322,8 @@ mod tests {
         assert!(validate("segment.bytes", "1000").is_err());
         assert!(validate("cleanup.policy", "compact,delete").is_ok());
         assert!(validate("cleanup.policy", "shred").is_err());
-        assert!(
-            validate("compression.type", "gzip").is_err(),
-            "sluice stores batches verbatim"
-        );
+        assert!(validate("compression.type", "gzip").is_ok());
+        assert!(validate("compression.type", "brotli").is_err());
         assert!(validate("min.cleanable.dirty.ratio", "1.5").is_err());
         assert!(validate("no.such.config", "1").is_err());
     }
@@ -294,11 +335,11 @@ mod tests {
             ("log.retention.hours".to_string(), "2".to_string()),
             ("log.segment.bytes".to_string(), "2097152".to_string()),
         ]);
-        let all = resolve_all(&overrides, &broker);
+        let all = resolve_all(&overrides, &[(&broker, source::STATIC_BROKER_CONFIG)]);
         let get = |n: &str| all.iter().find(|r| r.name == n).unwrap();
         assert_eq!(
             (
-                get("retention.ms").value.as_str(),
+                get("retention.ms").value.as_deref().unwrap(),
                 get("retention.ms").source
             ),
             ("1000", source::DYNAMIC_TOPIC_CONFIG)
@@ -313,14 +354,14 @@ mod tests {
         );
         assert_eq!(
             (
-                get("segment.bytes").value.as_str(),
+                get("segment.bytes").value.as_deref().unwrap(),
                 get("segment.bytes").source
             ),
             ("2097152", source::STATIC_BROKER_CONFIG)
         );
         assert_eq!(
             (
-                get("cleanup.policy").value.as_str(),
+                get("cleanup.policy").value.as_deref().unwrap(),
                 get("cleanup.policy").source
             ),
             ("delete", source::DEFAULT_CONFIG)

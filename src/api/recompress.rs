@@ -1,0 +1,255 @@
+//! A topic's `compression.type` when it names a codec: Kafka re-encodes a produced batch whose
+//! codec differs (`uncompressed` decompresses it) before assigning offsets. The records inside
+//! are the same bytes either way, so sluice decompresses the body, compresses it with the
+//! topic's codec, and rewrites only the header fields that change: length, attributes (codec
+//! bits) and the CRC. A batch already in the topic's codec, and every batch of a `producer`
+//! topic, passes through untouched, without a copy.
+//!
+//! The batch has been validated (`produce_validation`) before it gets here, so its records are
+//! well formed and decompress within the bound that validation enforced.
+
+use std::io::{Read, Write};
+
+use bytes::Bytes;
+use kafka_protocol::ResponseError;
+
+use super::errors::code;
+use super::produce_validation::{Refused, DECOMPRESSION_FACTOR};
+use crate::log::batch::BatchHeader;
+use crate::protocol::record_walk::decompressor;
+use crate::storage::TopicSettings;
+
+const RECORD_BATCH_OVERHEAD: usize = 61;
+const LENGTH_AT: usize = 8;
+const CRC_AT: usize = 17;
+const ATTRIBUTES_AT: usize = 21;
+const CODEC_BITS: i16 = 0x07;
+
+/// The snappy framing Kafka's Java client writes (xerial): magic, version 1, compatible 1,
+/// then blocks of at most 32 KiB, each prefixed by its compressed length.
+const XERIAL_HEADER: [u8; 16] = [
+    0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0, 0, 0, 0, 1, 0, 0, 0, 1,
+];
+const XERIAL_BLOCK_BYTES: usize = 32 * 1024;
+
+/// Kafka's default levels (`compression.gzip.level` -1 is zlib's default, 6).
+const GZIP_LEVEL: u32 = 6;
+const LZ4_LEVEL: u32 = 9;
+const ZSTD_LEVEL: i32 = 3;
+
+/// `records` (one validated batch) in the topic's codec: the same bytes when the topic's
+/// `compression.type` is `producer` or already the batch's codec, otherwise a re-encoded
+/// batch, refused with MESSAGE_TOO_LARGE when it no longer fits `max.message.bytes`.
+pub fn to_topic_codec(
+    records: Bytes,
+    header: &BatchHeader,
+    settings: &TopicSettings,
+) -> Result<Bytes, Refused> {
+    let max_message_bytes = settings.max_message_bytes;
+    let codec = header.compression();
+    let Some(target) = settings.compression_codec.filter(|t| *t != codec) else {
+        return Ok(records);
+    };
+    let end = header.total_size().min(records.len());
+    let max_bytes =
+        DECOMPRESSION_FACTOR * u64::try_from(max_message_bytes.max(1 << 20)).unwrap_or(1 << 20);
+    let plain = decompress(codec, &records[RECORD_BATCH_OVERHEAD..end], max_bytes)?;
+    let body = compress(target, &plain, settings.compression_level).map_err(|e| Refused {
+        error_code: code(ResponseError::UnknownServerError),
+        message: format!("recompressing the batch failed: {e}"),
+    })?;
+    let batch = rebuild(&records[..RECORD_BATCH_OVERHEAD], &body, target);
+    if batch.len() > usize::try_from(max_message_bytes).unwrap_or(0) {
+        return Err(Refused {
+            error_code: code(ResponseError::MessageTooLarge),
+            message: format!(
+                "batch of {} bytes after recompression exceeds max.message.bytes {max_message_bytes}",
+                batch.len()
+            ),
+        });
+    }
+    Ok(Bytes::from(batch))
+}
+
+fn decompress(codec: u8, body: &[u8], max_bytes: u64) -> Result<Vec<u8>, Refused> {
+    let corrupt = |message: String| Refused {
+        error_code: code(ResponseError::CorruptMessage),
+        message,
+    };
+    let reader = decompressor(codec, body, max_bytes).map_err(|e| corrupt(format!("{e:?}")))?;
+    let mut plain = Vec::new();
+    reader
+        .take(max_bytes + 1)
+        .read_to_end(&mut plain)
+        .map_err(|e| corrupt(e.to_string()))?;
+    if plain.len() as u64 > max_bytes {
+        return Err(corrupt("batch decompresses past the broker's bound".into()));
+    }
+    Ok(plain)
+}
+
+/// The records `plain` in `codec`'s framing, as Kafka's clients read it, at `level` (the
+/// topic's `compression.<codec>.level`) or Kafka's default level.
+pub fn compress(codec: u8, plain: &[u8], level: Option<i32>) -> std::io::Result<Vec<u8>> {
+    match codec {
+        0 => Ok(plain.to_vec()),
+        1 => {
+            let mut encoder = flate2::write::GzEncoder::new(
+                Vec::with_capacity(plain.len() / 2),
+                // -1 is zlib's default.
+                flate2::Compression::new(match level {
+                    Some(l @ 0..=9) => l as u32,
+                    _ => GZIP_LEVEL,
+                }),
+            );
+            encoder.write_all(plain)?;
+            encoder.finish()
+        }
+        2 => {
+            let mut out = XERIAL_HEADER.to_vec();
+            let mut encoder = snap::raw::Encoder::new();
+            for block in plain.chunks(XERIAL_BLOCK_BYTES) {
+                let compressed = encoder.compress_vec(block).map_err(std::io::Error::other)?;
+                out.extend_from_slice(&(compressed.len() as u32).to_be_bytes());
+                out.extend_from_slice(&compressed);
+            }
+            Ok(out)
+        }
+        3 => {
+            // Independent blocks: Kafka's Java reader decompresses each block on its own.
+            let mut encoder = lz4::EncoderBuilder::new()
+                .block_size(lz4::BlockSize::Max64KB)
+                .block_mode(lz4::BlockMode::Independent)
+                .block_checksum(lz4::liblz4::BlockChecksum::NoBlockChecksum)
+                .checksum(lz4::ContentChecksum::NoChecksum)
+                .level(
+                    level
+                        .and_then(|l| u32::try_from(l).ok())
+                        .unwrap_or(LZ4_LEVEL),
+                )
+                .build(Vec::with_capacity(plain.len() / 2))?;
+            encoder.write_all(plain)?;
+            let (out, result) = encoder.finish();
+            result.map(|()| out)
+        }
+        4 => zstd::stream::encode_all(plain, level.unwrap_or(ZSTD_LEVEL)),
+        other => Err(std::io::Error::other(format!("unknown codec {other}"))),
+    }
+}
+
+/// The batch `header` (61 bytes) with `body` in `codec`: new length, codec bits and CRC-32C.
+fn rebuild(header: &[u8], body: &[u8], codec: u8) -> Vec<u8> {
+    let mut batch = Vec::with_capacity(RECORD_BATCH_OVERHEAD + body.len());
+    batch.extend_from_slice(header);
+    batch.extend_from_slice(body);
+    let length = (batch.len() - 12) as i32;
+    batch[LENGTH_AT..LENGTH_AT + 4].copy_from_slice(&length.to_be_bytes());
+    let attributes = i16::from_be_bytes([batch[ATTRIBUTES_AT], batch[ATTRIBUTES_AT + 1]]);
+    let attributes = (attributes & !CODEC_BITS) | i16::from(codec);
+    batch[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&attributes.to_be_bytes());
+    let crc = crc32c::crc32c(&batch[ATTRIBUTES_AT..]);
+    batch[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+    batch
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions,
+        TimestampType,
+    };
+
+    fn batch(count: usize, compression: Compression) -> Bytes {
+        let records: Vec<Record> = (0..count)
+            .map(|i| Record {
+                transactional: false,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: 0,
+                producer_id: -1,
+                producer_epoch: -1,
+                timestamp_type: TimestampType::Creation,
+                offset: i as i64,
+                // The encoder splits batches where sequences are not consecutive.
+                sequence: i as i32 - 1,
+                timestamp: 1_700_000_000_000 + i as i64,
+                key: Some(Bytes::from(format!("key-{i}"))),
+                value: Some(Bytes::from(format!("value {i} ").repeat(20))),
+                headers: Default::default(),
+            })
+            .collect();
+        let mut buf = bytes::BytesMut::new();
+        RecordBatchEncoder::encode(
+            &mut buf,
+            &records,
+            &RecordEncodeOptions {
+                version: 2,
+                compression,
+            },
+        )
+        .unwrap();
+        buf.freeze()
+    }
+
+    fn settings(codec: Option<u8>, max_message_bytes: i32) -> TopicSettings {
+        let mut settings =
+            crate::storage::TopicConfigs::default().settings(&crate::config::Config::default());
+        settings.compression_codec = codec;
+        settings.max_message_bytes = max_message_bytes;
+        settings
+    }
+
+    #[test]
+    fn every_codec_pair_keeps_the_records_and_a_valid_crc() {
+        let codecs = [
+            Compression::None,
+            Compression::Gzip,
+            Compression::Snappy,
+            Compression::Lz4,
+            Compression::Zstd,
+        ];
+        for from in codecs {
+            let original = batch(500, from);
+            let header = BatchHeader::parse(&original).unwrap();
+            for (target, _) in codecs.iter().enumerate() {
+                let out = to_topic_codec(
+                    original.clone(),
+                    &header,
+                    &settings(Some(target as u8), 1 << 20),
+                )
+                .unwrap_or_else(|e| panic!("{from:?} -> {target}: {}", e.message));
+                let new_header = BatchHeader::parse(&out).unwrap();
+                assert_eq!(new_header.compression(), target as u8);
+                assert_eq!(new_header.total_size(), out.len());
+                assert!(
+                    crate::log::batch::crc_is_valid(&out),
+                    "{from:?} -> {target}"
+                );
+                let mut bytes = out.clone();
+                let set = RecordBatchDecoder::decode(&mut bytes).unwrap();
+                assert_eq!(set.records.len(), 500);
+                assert_eq!(set.records[499].key.as_deref(), Some(&b"key-499"[..]));
+            }
+        }
+    }
+
+    #[test]
+    fn matching_codec_and_producer_keep_the_same_bytes() {
+        let original = batch(10, Compression::Lz4);
+        let header = BatchHeader::parse(&original).unwrap();
+        let same = to_topic_codec(original.clone(), &header, &settings(Some(3), 1 << 20)).unwrap();
+        assert_eq!(same.as_ptr(), original.as_ptr(), "no copy");
+        let kept = to_topic_codec(original.clone(), &header, &settings(None, 1 << 20)).unwrap();
+        assert_eq!(kept.as_ptr(), original.as_ptr());
+    }
+
+    #[test]
+    fn a_batch_that_grows_past_the_limit_is_refused() {
+        let original = batch(2000, Compression::Zstd);
+        let header = BatchHeader::parse(&original).unwrap();
+        let refused =
+            to_topic_codec(original.clone(), &header, &settings(Some(0), 8192)).unwrap_err();
+        assert_eq!(refused.error_code, 10, "MESSAGE_TOO_LARGE");
+    }
+}

@@ -238,3 +238,34 @@ async fn dynamic_broker_configs_layer_apply_at_once_and_survive_restart() {
         "back to the cluster default"
     );
 }
+
+/// Kafka reports a broker config it cannot change at runtime as read-only, and the others (the
+/// topic defaults among them) as writable; topic configs are never read-only.
+#[tokio::test]
+async fn read_only_marks_the_broker_configs_kafka_cannot_change_at_runtime() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    let node = describe(&mut client, BROKER, "1").await;
+    assert_eq!(node.error_code, 0);
+    let read_only = |name: &str| {
+        node.configs
+            .iter()
+            .find(|c| c.name.as_str() == name)
+            .unwrap_or_else(|| panic!("{name} missing"))
+            .read_only
+    };
+    assert!(read_only("num.partitions"));
+    assert!(read_only("auto.create.topics.enable"));
+    assert!(!read_only("log.retention.ms"));
+    assert!(!read_only("message.max.bytes"));
+
+    let create = CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
+        .with_name(TopicName(s("writable")))
+        .with_num_partitions(1)
+        .with_replication_factor(-1)]);
+    let created: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 7, &create).await;
+    assert_eq!(created.topics[0].error_code, 0);
+    let topic = describe(&mut client, TOPIC, "writable").await;
+    assert!(!topic.configs.is_empty());
+    assert!(topic.configs.iter().all(|c| !c.read_only));
+}

@@ -109,10 +109,15 @@ fn describe(
             .as_ref()
             .is_none_or(|keys| keys.is_empty() || keys.iter().any(|k| k.as_str() == n))
     };
+    let broker_resource = resource.resource_type == RESOURCE_BROKER;
     let configs = resolved
         .into_iter()
         .filter(|r| wanted(&r.name))
-        .map(|r| entry(r, options))
+        .map(|r| {
+            // A broker config Kafka cannot change at runtime is read-only; topic configs never are.
+            let read_only = broker_resource && !broker_config::is_dynamic(&r.name);
+            entry(r, options).with_read_only(read_only)
+        })
         .collect();
     result.with_configs(configs)
 }

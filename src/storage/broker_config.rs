@@ -134,6 +134,12 @@ pub fn check(configs: &BTreeMap<String, String>) -> Result<(), BrokerConfigError
     Ok(())
 }
 
+/// Whether Kafka can change `key` on a running broker (DescribeConfigs reports the others of a
+/// broker resource as read-only, as Kafka does).
+pub fn is_dynamic(key: &str) -> bool {
+    topic_config::broker_synonym(key).is_some() || DYNAMIC_IN_KAFKA_ONLY.contains(&key)
+}
+
 /// Whether DescribeConfigs reports `key` as known (unknown stored keys are reported as
 /// sensitive, with no value, as Kafka does).
 pub fn is_known(key: &str) -> bool {

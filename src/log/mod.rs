@@ -38,6 +38,7 @@ use batch::{set_base_offset, set_log_append_time, set_partition_leader_epoch, Ba
 use segment::LogSegment;
 
 pub use retention::RetentionConfig;
+pub use segment::SegmentSlice;
 
 /// Per-log settings, named after Kafka's broker properties, units last.
 #[derive(Debug, Clone, PartialEq, Eq)]

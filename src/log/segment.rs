@@ -12,6 +12,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::batch::{BatchHeader, RECORD_BATCH_OVERHEAD};
 use super::offset_index::OffsetIndex;
@@ -45,6 +46,44 @@ pub(super) fn delete_segment_files(dir: &Path, base_offset: i64) -> io::Result<(
     Ok(())
 }
 
+/// A byte range of a segment's `.log`, fixed under the partition's lock: only whole appended
+/// bytes, never beyond the segment's size at that moment. A segment's bytes never change once
+/// appended (recovery truncates only before the log is served), so the range can be read or
+/// sent later without the lock. The handle keeps the file open, so a segment that retention or
+/// topic deletion removes meanwhile stays readable until the slice is dropped.
+#[derive(Clone, Debug)]
+pub struct SegmentSlice {
+    file: Arc<File>,
+    position: u64,
+    len: usize,
+}
+
+impl SegmentSlice {
+    pub fn file(&self) -> &Arc<File> {
+        &self.file
+    }
+
+    /// Where the range starts in the file.
+    pub fn position(&self) -> u64 {
+        self.position
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copies the range into memory.
+    pub fn read_to_vec(&self) -> io::Result<Vec<u8>> {
+        let mut bytes = vec![0u8; self.len];
+        self.file.read_exact_at(&mut bytes, self.position)?;
+        Ok(bytes)
+    }
+}
+
 /// What a rebuild found.
 pub(super) struct Recovered {
     pub(super) truncated_bytes: u64,
@@ -62,7 +101,9 @@ pub(super) struct Tail {
 pub(super) struct LogSegment {
     base_offset: i64,
     log_path: PathBuf,
-    log: File,
+    /// Shared with fetch responses (`SegmentSlice`), which send their byte ranges after the
+    /// partition's lock is released, possibly after the segment was deleted.
+    log: Arc<File>,
     /// Valid bytes in the `.log`. Invariant: equals the file length, and ends on a batch boundary.
     size_bytes: u64,
     pub(super) offset_index: OffsetIndex,
@@ -173,7 +214,7 @@ impl LogSegment {
         LogSegment {
             base_offset,
             log_path,
-            log,
+            log: Arc::new(log),
             size_bytes,
             offset_index,
             time_index,
@@ -307,6 +348,17 @@ impl LogSegment {
         self.log.sync_data()?;
         self.offset_index.file().flush()?;
         self.time_index.file().flush()
+    }
+
+    /// The `len` bytes at `position`, as a handle on the file rather than a copy; the range must
+    /// lie within the segment.
+    pub(super) fn slice(&self, position: u64, len: usize) -> SegmentSlice {
+        debug_assert!(position + len as u64 <= self.size_bytes);
+        SegmentSlice {
+            file: self.log.clone(),
+            position,
+            len,
+        }
     }
 
     /// Reads `len` bytes at `position`; the range must lie within the segment.

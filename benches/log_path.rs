@@ -76,10 +76,10 @@ fn append(c: &mut Criterion) {
         let Ok(dir) = dir else { continue };
         let mut log = open_log(dir.path());
         group.bench_function(format!("16KiB_batch_with_indexes_{name}"), |b| {
-            let mut buf = template.to_vec();
+            let buf = template.to_vec();
             b.iter(|| {
                 black_box(
-                    log.append(&mut buf, 0, 1_700_000_000_000, false)
+                    log.append(&buf, 0, 1_700_000_000_000, false)
                         .expect("append"),
                 )
             });
@@ -91,9 +91,9 @@ fn append(c: &mut Criterion) {
 fn read(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut log = open_log(dir.path());
-    let mut buf = batch().to_vec();
+    let buf = batch().to_vec();
     for _ in 0..4096 {
-        log.append(&mut buf, 0, 1_700_000_000_000, false)
+        log.append(&buf, 0, 1_700_000_000_000, false)
             .expect("append");
     }
     let end = log.log_end_offset();

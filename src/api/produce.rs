@@ -170,12 +170,10 @@ async fn append_one(
             return;
         }
     };
-    // The request frame is shared by every partition's slice, so stamping needs our own copy.
-    let mut batch = records.to_vec();
     let fsync_each_append = settings.log.flush_interval_messages == 1;
     // The sequence check and the append happen under one lock, so a retry racing its original
     // can never be appended twice.
-    let mut append = || {
+    let append = || {
         partition.with_state(|state| {
             let outcome = match state.producers.check(&header) {
                 Err(error) => Err(error),
@@ -185,7 +183,7 @@ async fn append_one(
                 Ok(SequenceCheck::Append) => {
                     let segment_before = state.log.active_segment_base_offset();
                     let info = state.log.append(
-                        &mut batch,
+                        &records,
                         LEADER_EPOCH,
                         now_ms,
                         settings.log_append_time,

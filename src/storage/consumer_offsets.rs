@@ -108,9 +108,8 @@ impl crate::group::OffsetStore for ConsumerOffsetsStore {
             },
         )
         .map_err(|e| e.to_string())?;
-        let mut batch = batch.to_vec();
         partition
-            .with_log(|log| log.append(&mut batch, 0, now_ms, false))
+            .with_log(|log| log.append(&batch, 0, now_ms, false))
             .map(|_| ())
             .map_err(|e| e.to_string())
     }

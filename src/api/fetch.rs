@@ -4,8 +4,8 @@
 //! keep sending full fetches; an incremental fetch therefore gets FETCH_SESSION_ID_NOT_FOUND. A
 //! response lists exactly the requested partitions. Until the first partition that returns data,
 //! the first whole batch is returned even past the byte limits (KIP-74). When fewer than
-//! `min_bytes` are ready the request parks until an append wakes it, `max_wait_ms` passes, or the
-//! broker shuts down.
+//! `min_bytes` are ready the request parks until an append to one of its partitions wakes it,
+//! `max_wait_ms` passes, or the broker shuts down.
 //!
 //! Record bytes are never copied: each partition's read is a `SegmentSlice` (a file range fixed
 //! under the partition's lock), and the response is framed around those ranges, which the
@@ -17,6 +17,9 @@
 //! When either is violated, the data is dropped and its bytes taken back: the client gets an
 //! empty response with the throttle time (KIP-219), and its connection is muted.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -24,6 +27,7 @@ use kafka_protocol::messages::fetch_request::FetchTopic;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 use kafka_protocol::ResponseError;
+use tokio::sync::futures::OwnedNotified;
 
 use super::errors::{code, partition_error_code, NONE};
 use super::{respond, respond_throttled, Broker, Outcome};
@@ -57,12 +61,9 @@ pub async fn handle(
     let deadline =
         tokio::time::Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
     let mut shutdown = broker.shutdown.clone();
+    let may_park = request.max_wait_ms > 0;
     loop {
-        // Registered before reading so an append between the read and the wait is not missed.
-        let appended = broker.logs.appended().notified();
-        tokio::pin!(appended);
-        appended.as_mut().enable();
-        let read = read_all(broker, &request.topics, version, max_bytes);
+        let mut read = read_all(broker, &request.topics, version, max_bytes, may_park);
         let done = read.bytes >= min_bytes
             || read.any_error
             || request.max_wait_ms <= 0
@@ -73,7 +74,7 @@ pub async fn handle(
         }
         let parked_at = Instant::now();
         tokio::select! {
-            _ = appended => {}
+            _ = any_appended(&mut read.appended) => {}
             _ = tokio::time::sleep_until(deadline) => {}
             _ = shutdown.changed() => {}
         }
@@ -124,15 +125,37 @@ struct Read {
     /// Record bytes in all.
     bytes: usize,
     any_error: bool,
+    /// One wake-up per partition read, registered before its read (when the fetch may park).
+    appended: Vec<Pin<Box<OwnedNotified>>>,
 }
 
-/// Reads every requested partition in order.
-fn read_all(broker: &Broker, topics: &[FetchTopic], version: i16, max_bytes: usize) -> Read {
+/// Resolves when any of the partitions was appended to since its wake-up was registered.
+fn any_appended(appended: &mut [Pin<Box<OwnedNotified>>]) -> impl Future<Output = ()> + '_ {
+    std::future::poll_fn(move |cx| {
+        for wakeup in appended.iter_mut() {
+            if wakeup.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(());
+            }
+        }
+        Poll::Pending
+    })
+}
+
+/// Reads every requested partition in order; with `may_park`, registers a wake-up on each
+/// partition before reading it.
+fn read_all(
+    broker: &Broker,
+    topics: &[FetchTopic],
+    version: i16,
+    max_bytes: usize,
+    may_park: bool,
+) -> Read {
     let mut remaining = max_bytes;
     let mut total = 0usize;
     let mut any_error = false;
     let mut responses = Vec::with_capacity(topics.len());
     let mut records = Vec::new();
+    let mut appended = Vec::new();
     for fetch_topic in topics {
         let topic = if version >= 13 {
             broker.logs.topic_by_id(fetch_topic.topic_id)
@@ -160,6 +183,13 @@ fn read_all(broker: &Broker, topics: &[FetchTopic], version: i16, max_bytes: usi
                     data.error_code = code(ResponseError::UnknownLeaderEpoch)
                 }
                 Some(partition) => {
+                    if may_park {
+                        // Registered before reading, so an append between the read and the
+                        // wait is not missed.
+                        let mut wakeup = Box::pin(partition.appended().clone().notified_owned());
+                        wakeup.as_mut().enable();
+                        appended.push(wakeup);
+                    }
                     let min_one_batch = total == 0;
                     let limit = usize::try_from(fetch.partition_max_bytes.max(0))
                         .unwrap_or(0)
@@ -216,5 +246,6 @@ fn read_all(broker: &Broker, topics: &[FetchTopic], version: i16, max_bytes: usi
         records,
         bytes: total,
         any_error,
+        appended,
     }
 }

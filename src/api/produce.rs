@@ -41,7 +41,6 @@ pub async fn handle(
     let acks = request.acks;
     let now_ms = broker.clock.now_ms();
     let mut any_error = false;
-    let mut any_appended = false;
     let mut responses = Vec::with_capacity(request.topic_data.len());
     for topic_data in request.topic_data {
         let topic = if version >= 13 {
@@ -81,7 +80,9 @@ pub async fn handle(
                         &mut response,
                     )
                     .await;
-                    any_appended |= response.error_code == NONE;
+                    if response.error_code == NONE {
+                        partition.notify_appended();
+                    }
                 }
                 (-1..=1, None) => response.error_code = code(unknown),
                 _ => response.error_code = code(ResponseError::InvalidRequiredAcks),
@@ -95,9 +96,6 @@ pub async fn handle(
                 .with_topic_id(topic_data.topic_id)
                 .with_partition_responses(partitions),
         );
-    }
-    if any_appended {
-        broker.logs.notify_appended();
     }
     let quotas = &broker.quotas;
     let charged_at_ms = broker.clock.now_ms();

@@ -110,8 +110,9 @@ impl crate::group::OffsetStore for ConsumerOffsetsStore {
         .map_err(|e| e.to_string())?;
         partition
             .with_log(|log| log.append(&batch, 0, now_ms, false))
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        partition.notify_appended();
+        Ok(())
     }
 
     fn load(&self) -> Result<Vec<(Bytes, Option<Bytes>)>, String> {

@@ -696,17 +696,29 @@ def git_head():
     """The commit checked out, read from .git without running git."""
     g = os.path.join(ROOT, ".git")
     try:
+        if os.path.isfile(g):  # a worktree: ".git" names its git dir
+            line = open(g).read().strip()
+            if line.startswith("gitdir: "):
+                g = os.path.join(ROOT, line[len("gitdir: "):])
+        dirs = [g]
+        common = os.path.join(g, "commondir")
+        if os.path.exists(common):  # refs are shared with the main repository
+            dirs.append(os.path.join(g, open(common).read().strip()))
         head = open(os.path.join(g, "HEAD")).read().strip()
         if not head.startswith("ref: "):
             return head
         ref = head[5:]
-        p = os.path.join(g, ref)
-        if os.path.exists(p):
-            return open(p).read().strip()
-        with open(os.path.join(g, "packed-refs")) as f:
-            for line in f:
-                if line.strip().endswith(" " + ref):
-                    return line.split()[0]
+        for d in dirs:
+            p = os.path.join(d, ref)
+            if os.path.exists(p):
+                return open(p).read().strip()
+        for d in dirs:
+            packed = os.path.join(d, "packed-refs")
+            if os.path.exists(packed):
+                with open(packed) as f:
+                    for line in f:
+                        if line.strip().endswith(" " + ref):
+                            return line.split()[0]
     except OSError:
         pass
     return "unknown"

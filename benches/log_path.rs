@@ -1,5 +1,6 @@
 //! Criterion microbenchmarks of the hot path: decoding a Produce request, appending a batch to a
-//! partition log (with index maintenance), and reading batches back from the page cache.
+//! partition log (with index maintenance), reading batches back from the page cache, and the
+//! record walk that validates a produced batch.
 //! Run with `cargo bench --bench log_path`; throughput is reported in bytes per second.
 
 use std::hint::black_box;
@@ -76,10 +77,10 @@ fn append(c: &mut Criterion) {
         let Ok(dir) = dir else { continue };
         let mut log = open_log(dir.path());
         group.bench_function(format!("16KiB_batch_with_indexes_{name}"), |b| {
-            let mut buf = template.to_vec();
+            let buf = template.to_vec();
             b.iter(|| {
                 black_box(
-                    log.append(&mut buf, 0, 1_700_000_000_000, false)
+                    log.append(&buf, 0, 1_700_000_000_000, false)
                         .expect("append"),
                 )
             });
@@ -91,9 +92,9 @@ fn append(c: &mut Criterion) {
 fn read(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut log = open_log(dir.path());
-    let mut buf = batch().to_vec();
+    let buf = batch().to_vec();
     for _ in 0..4096 {
-        log.append(&mut buf, 0, 1_700_000_000_000, false)
+        log.append(&buf, 0, 1_700_000_000_000, false)
             .expect("append");
     }
     let end = log.log_end_offset();
@@ -106,6 +107,34 @@ fn read(c: &mut Criterion) {
             let read = log.read(offset, READ_BYTES, true, end).expect("read");
             offset = (offset + 1000) % (end - 1000);
             black_box(read.records.len())
+        })
+    });
+    // What a fetch does now: locate the range, copy nothing (the socket write uses sendfile).
+    group.bench_function("1MiB_range_for_sendfile", |b| {
+        b.iter(|| {
+            let slice = log.read_slice(offset, READ_BYTES, true, end).expect("read");
+            offset = (offset + 1000) % (end - 1000);
+            black_box(slice.map_or(0, |slice| slice.len()))
+        })
+    });
+    group.finish();
+}
+
+/// Produce validation's record walk over one uncompressed 16 KiB batch.
+fn walk(c: &mut Criterion) {
+    let batch = batch();
+    let mut group = c.benchmark_group("walk");
+    group.throughput(Throughput::Bytes(batch.len() as u64));
+    group.bench_function("16KiB_uncompressed_batch", |b| {
+        b.iter(|| {
+            sluice::protocol::record_walk::walk_records(
+                0,
+                &batch[61..],
+                RECORDS_PER_BATCH as i32,
+                1 << 30,
+                |_, _, _| Ok(()),
+            )
+            .expect("walk")
         })
     });
     group.finish();
@@ -147,5 +176,5 @@ fn decode(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, decode, append, read);
+criterion_group!(benches, decode, append, read, walk);
 criterion_main!(benches);

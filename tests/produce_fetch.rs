@@ -189,7 +189,7 @@ async fn fetch_inside_a_batch_returns_the_whole_batch_and_limits_apply() {
 async fn a_parked_fetch_is_woken_by_an_append() {
     let broker = TestBroker::start(&[]).await;
     let mut producer = broker.client().await;
-    create_topic(&mut producer, "wake", 1).await;
+    create_topic(&mut producer, "wake", 2).await;
     let mut consumer = broker.client().await;
     let waiting = tokio::spawn(async move {
         let started = Instant::now();
@@ -200,6 +200,21 @@ async fn a_parked_fetch_is_woken_by_an_append() {
     assert!(
         !waiting.is_finished(),
         "a fetch with no data waits for max_wait_ms"
+    );
+    // An append to another partition does not answer it.
+    let other = produce(
+        &mut producer,
+        9,
+        "wake",
+        1,
+        batch(1, Compression::None, now_ms()),
+    )
+    .await;
+    assert_eq!(other.error_code, 0);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !waiting.is_finished(),
+        "only an append to its own partition answers a parked fetch"
     );
     assert_eq!(
         produce(

@@ -4,8 +4,12 @@
 //! keep sending full fetches; an incremental fetch therefore gets FETCH_SESSION_ID_NOT_FOUND. A
 //! response lists exactly the requested partitions. Until the first partition that returns data,
 //! the first whole batch is returned even past the byte limits (KIP-74). When fewer than
-//! `min_bytes` are ready the request parks until an append wakes it, `max_wait_ms` passes, or the
-//! broker shuts down.
+//! `min_bytes` are ready the request parks until an append to one of its partitions wakes it,
+//! `max_wait_ms` passes, or the broker shuts down.
+//!
+//! Record bytes are never copied: each partition's read is a `SegmentSlice` (a file range fixed
+//! under the partition's lock), and the response is framed around those ranges, which the
+//! connection sends straight from the page cache (`protocol::encode_fetch_response`).
 //!
 //! Quotas (Kafka's order): `max_bytes` is first capped so that one response cannot force a
 //! throttle on its own; the finished response is then charged to the client's
@@ -13,31 +17,37 @@
 //! When either is violated, the data is dropped and its bytes taken back: the client gets an
 //! empty response with the throttle time (KIP-219), and its connection is muted.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kafka_protocol::messages::fetch_request::FetchTopic;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
-use kafka_protocol::protocol::Encodable;
 use kafka_protocol::ResponseError;
+use tokio::sync::futures::OwnedNotified;
 
 use super::errors::{code, partition_error_code, NONE};
-use super::Broker;
+use super::{respond, respond_throttled, Broker, Outcome};
+use crate::log::SegmentSlice;
+use crate::protocol::{encode_fetch_response, Chunk};
 
-/// Answers a fetch from `client_id`; returns the response and the client's throttle time.
+/// Answers a fetch from `client_id`, throttled when it violates a quota.
 pub async fn handle(
     broker: &Broker,
     request: FetchRequest,
+    correlation_id: i32,
     version: i16,
     client_id: &str,
-) -> (FetchResponse, i32) {
+) -> Outcome {
     let started = Instant::now();
     let mut parked = Duration::ZERO;
     if version >= 7 && request.session_id != 0 && request.session_epoch > 0 {
         let response =
             FetchResponse::default().with_error_code(code(ResponseError::FetchSessionIdNotFound));
-        return (response, 0);
+        return respond(correlation_id, version, &response);
     }
     let quota_max_bytes = broker.quotas.fetch_max_bytes(client_id);
     let max_bytes = request
@@ -51,22 +61,20 @@ pub async fn handle(
     let deadline =
         tokio::time::Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
     let mut shutdown = broker.shutdown.clone();
+    let may_park = request.max_wait_ms > 0;
     loop {
-        // Registered before reading so an append between the read and the wait is not missed.
-        let appended = broker.logs.appended().notified();
-        tokio::pin!(appended);
-        appended.as_mut().enable();
-        let (responses, bytes, any_error) = read_all(broker, &request.topics, version, max_bytes);
-        let done =
-            bytes >= min_bytes || any_error || request.max_wait_ms <= 0 || *shutdown.borrow();
+        let mut read = read_all(broker, &request.topics, version, max_bytes, may_park);
+        let done = read.bytes >= min_bytes
+            || read.any_error
+            || request.max_wait_ms <= 0
+            || *shutdown.borrow();
         if done || tokio::time::Instant::now() >= deadline {
-            let response = FetchResponse::default().with_responses(responses);
             let busy = started.elapsed().saturating_sub(parked);
-            return charge(broker, response, version, client_id, busy);
+            return charge(broker, read, correlation_id, version, client_id, busy);
         }
         let parked_at = Instant::now();
         tokio::select! {
-            _ = appended => {}
+            _ = any_appended(&mut read.appended) => {}
             _ = tokio::time::sleep_until(deadline) => {}
             _ = shutdown.changed() => {}
         }
@@ -74,42 +82,80 @@ pub async fn handle(
     }
 }
 
-/// Charges a finished response to the client's quotas; a throttled client gets an empty
-/// response instead, and the bytes it would have been charged are taken back.
+/// Frames a finished response and charges it to the client's quotas; a throttled client gets
+/// an empty response instead, and the bytes it would have been charged are taken back.
 fn charge(
     broker: &Broker,
-    response: FetchResponse,
+    read: Read,
+    correlation_id: i32,
     version: i16,
     client_id: &str,
     busy: Duration,
-) -> (FetchResponse, i32) {
+) -> Outcome {
+    let response = FetchResponse::default().with_responses(read.responses);
+    let frame = match encode_fetch_response(correlation_id, version, response, read.records) {
+        Ok(frame) => frame,
+        Err(e) => {
+            // A response we cannot frame is a sluice bug; closing tells the client to retry.
+            tracing::error!(correlation_id, version, "cannot encode fetch response: {e}");
+            return Outcome::Close(format!("fetch response encoding failed: {e}"));
+        }
+    };
     let quotas = &broker.quotas;
     let now_ms = broker.clock.now_ms();
     // Kafka counts the size prefix and the body.
-    let response_bytes = 4 + response.compute_size(version).unwrap_or(0);
+    let response_bytes = frame.len();
     let request_throttle_ms = quotas.record_request_time(client_id, busy, now_ms);
     let bandwidth_throttle_ms = quotas.record_fetch(client_id, response_bytes, now_ms);
     let throttle_ms = request_throttle_ms.max(bandwidth_throttle_ms);
     if throttle_ms == 0 {
-        return (response, 0);
+        return Outcome::RespondFrame(frame);
     }
     quotas.unrecord_fetch(client_id, response_bytes, now_ms);
     let empty = FetchResponse::default().with_throttle_time_ms(throttle_ms);
-    (empty, throttle_ms)
+    respond_throttled(correlation_id, version, &empty, throttle_ms)
 }
 
-/// Reads every requested partition in order; returns the responses, the record bytes and whether
-/// any partition had an error.
+/// Every requested partition's answer, in request order.
+struct Read {
+    /// The responses, with each partition's `records` left empty.
+    responses: Vec<FetchableTopicResponse>,
+    /// Each partition's records, in the order of `responses`.
+    records: Vec<Chunk>,
+    /// Record bytes in all.
+    bytes: usize,
+    any_error: bool,
+    /// One wake-up per partition read, registered before its read (when the fetch may park).
+    appended: Vec<Pin<Box<OwnedNotified>>>,
+}
+
+/// Resolves when any of the partitions was appended to since its wake-up was registered.
+fn any_appended(appended: &mut [Pin<Box<OwnedNotified>>]) -> impl Future<Output = ()> + '_ {
+    std::future::poll_fn(move |cx| {
+        for wakeup in appended.iter_mut() {
+            if wakeup.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(());
+            }
+        }
+        Poll::Pending
+    })
+}
+
+/// Reads every requested partition in order; with `may_park`, registers a wake-up on each
+/// partition before reading it.
 fn read_all(
     broker: &Broker,
     topics: &[FetchTopic],
     version: i16,
     max_bytes: usize,
-) -> (Vec<FetchableTopicResponse>, usize, bool) {
+    may_park: bool,
+) -> Read {
     let mut remaining = max_bytes;
     let mut total = 0usize;
     let mut any_error = false;
     let mut responses = Vec::with_capacity(topics.len());
+    let mut records = Vec::new();
+    let mut appended = Vec::new();
     for fetch_topic in topics {
         let topic = if version >= 13 {
             broker.logs.topic_by_id(fetch_topic.topic_id)
@@ -129,6 +175,7 @@ fn read_all(
                 .with_last_stable_offset(-1)
                 .with_log_start_offset(-1)
                 .with_records(Some(Bytes::new()));
+            let mut slice: Option<SegmentSlice> = None;
             let partition = topic.as_ref().and_then(|t| t.partition(fetch.partition));
             match partition {
                 None => data.error_code = code(unknown),
@@ -136,14 +183,25 @@ fn read_all(
                     data.error_code = code(ResponseError::UnknownLeaderEpoch)
                 }
                 Some(partition) => {
+                    if may_park {
+                        // Registered before reading, so an append between the read and the
+                        // wait is not missed.
+                        let mut wakeup = Box::pin(partition.appended().clone().notified_owned());
+                        wakeup.as_mut().enable();
+                        appended.push(wakeup);
+                    }
                     let min_one_batch = total == 0;
                     let limit = usize::try_from(fetch.partition_max_bytes.max(0))
                         .unwrap_or(0)
                         .min(remaining);
                     let read = partition.with_log(|log| {
                         let high_watermark = log.log_end_offset();
-                        let read =
-                            log.read(fetch.fetch_offset, limit, min_one_batch, high_watermark);
+                        let read = log.read_slice(
+                            fetch.fetch_offset,
+                            limit,
+                            min_one_batch,
+                            high_watermark,
+                        );
                         Ok((read, high_watermark, log.log_start_offset()))
                     });
                     match read {
@@ -152,10 +210,11 @@ fn read_all(
                             data.last_stable_offset = high_watermark;
                             data.log_start_offset = log_start_offset;
                             match read {
-                                Ok(info) => {
-                                    remaining = remaining.saturating_sub(info.records.len());
-                                    total += info.records.len();
-                                    data.records = Some(info.records);
+                                Ok(read) => {
+                                    let len = read.as_ref().map_or(0, SegmentSlice::len);
+                                    remaining = remaining.saturating_sub(len);
+                                    total += len;
+                                    slice = read;
                                 }
                                 Err(e) => data.error_code = super::errors::log_error_code(&e),
                             }
@@ -166,6 +225,14 @@ fn read_all(
             }
             any_error |= data.error_code != NONE;
             partitions.push(data);
+            records.push(match slice {
+                Some(slice) => Chunk::File {
+                    file: slice.file().clone(),
+                    position: slice.position(),
+                    len: slice.len(),
+                },
+                None => Chunk::Bytes(Bytes::new()),
+            });
         }
         responses.push(
             FetchableTopicResponse::default()
@@ -174,5 +241,11 @@ fn read_all(
                 .with_partitions(partitions),
         );
     }
-    (responses, total, any_error)
+    Read {
+        responses,
+        records,
+        bytes: total,
+        any_error,
+        appended,
+    }
 }

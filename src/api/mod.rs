@@ -33,7 +33,7 @@ use tokio::sync::{watch, Semaphore};
 
 use crate::config::Config;
 use crate::group::GroupCoordinator;
-use crate::protocol::DecodedRequest;
+use crate::protocol::{DecodedRequest, ResponseFrame};
 use crate::quota::QuotaManager;
 use crate::storage::LogManager;
 use crate::time::Clock;
@@ -57,6 +57,8 @@ pub struct Broker {
 pub enum Outcome {
     /// Write this framed response.
     Respond(Bytes),
+    /// Write this response, whose record bytes are sent straight from segment files.
+    RespondFrame(ResponseFrame),
     /// Nothing to write (a successful acks=0 produce).
     NoResponse,
     /// Close the connection, as Kafka does (e.g. a failed acks=0 produce).
@@ -130,10 +132,7 @@ async fn dispatch(
             };
             produce::handle(broker, r, correlation_id, version, client).await
         }
-        RequestKind::Fetch(r) => {
-            let (response, throttle_ms) = fetch::handle(broker, r, version, client_id).await;
-            respond_throttled(correlation_id, version, &response, throttle_ms)
-        }
+        RequestKind::Fetch(r) => fetch::handle(broker, r, correlation_id, version, client_id).await,
         RequestKind::ListOffsets(r) => respond(
             correlation_id,
             version,

@@ -42,7 +42,6 @@ pub async fn handle(
     let acks = request.acks;
     let now_ms = broker.clock.now_ms();
     let mut any_error = false;
-    let mut any_appended = false;
     let mut responses = Vec::with_capacity(request.topic_data.len());
     for topic_data in request.topic_data {
         let topic = if version >= 13 {
@@ -82,7 +81,9 @@ pub async fn handle(
                         &mut response,
                     )
                     .await;
-                    any_appended |= response.error_code == NONE;
+                    if response.error_code == NONE {
+                        partition.notify_appended();
+                    }
                 }
                 (-1..=1, None) => response.error_code = code(unknown),
                 _ => response.error_code = code(ResponseError::InvalidRequiredAcks),
@@ -96,9 +97,6 @@ pub async fn handle(
                 .with_topic_id(topic_data.topic_id)
                 .with_partition_responses(partitions),
         );
-    }
-    if any_appended {
-        broker.logs.notify_appended();
     }
     let quotas = &broker.quotas;
     let charged_at_ms = broker.clock.now_ms();
@@ -180,12 +178,10 @@ async fn append_one(
             return;
         }
     };
-    // The request frame is shared by every partition's slice, so stamping needs our own copy.
-    let mut batch = records.to_vec();
     let fsync_each_append = settings.log.flush_interval_messages == 1;
     // The sequence check and the append happen under one lock, so a retry racing its original
     // can never be appended twice.
-    let mut append = || {
+    let append = || {
         partition.with_state(|state| {
             let outcome = match state.producers.check(&header) {
                 Err(error) => Err(error),
@@ -195,7 +191,7 @@ async fn append_one(
                 Ok(SequenceCheck::Append) => {
                     let segment_before = state.log.active_segment_base_offset();
                     let info = state.log.append(
-                        &mut batch,
+                        &records,
                         LEADER_EPOCH,
                         now_ms,
                         settings.log_append_time,

@@ -175,17 +175,19 @@ pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) {
 /// Kafka's `setMaxTimestamp(LOG_APPEND_TIME, append_time_ms)` for a LogAppendTime topic: sets the
 /// timestamp-type bit of the attributes, makes `append_time_ms` the max timestamp and recomputes
 /// the CRC-32C, which covers both. The records' timestamp deltas are left alone: readers report the
-/// max timestamp for every record of such a batch. `batch` must be exactly one whole batch.
-pub fn set_log_append_time(batch: &mut [u8], append_time_ms: i64) {
-    assert!(
-        batch.len() >= RECORD_BATCH_OVERHEAD,
-        "set_log_append_time takes a whole batch"
+/// max timestamp for every record of such a batch. `head` is the batch's first
+/// `RECORD_BATCH_OVERHEAD` bytes, the only ones changed, and `records` the rest of the batch.
+pub fn set_log_append_time(head: &mut [u8], records: &[u8], append_time_ms: i64) {
+    assert_eq!(
+        head.len(),
+        RECORD_BATCH_OVERHEAD,
+        "set_log_append_time takes a whole batch header"
     );
-    let attributes = be_i16(batch, ATTRIBUTES_AT) | TIMESTAMP_TYPE_BIT;
-    batch[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&attributes.to_be_bytes());
-    batch[MAX_TIMESTAMP_AT..MAX_TIMESTAMP_AT + 8].copy_from_slice(&append_time_ms.to_be_bytes());
-    let crc = crc32c::crc32c(&batch[CRC_COVERED_FROM..]);
-    batch[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+    let attributes = be_i16(head, ATTRIBUTES_AT) | TIMESTAMP_TYPE_BIT;
+    head[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&attributes.to_be_bytes());
+    head[MAX_TIMESTAMP_AT..MAX_TIMESTAMP_AT + 8].copy_from_slice(&append_time_ms.to_be_bytes());
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&head[CRC_COVERED_FROM..]), records);
+    head[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
 }
 
 /// What the first bytes of a region say about the batch that starts there.
@@ -348,7 +350,8 @@ mod tests {
     fn log_append_time_sets_bit_3_and_max_timestamp_and_keeps_the_crc_valid() {
         let mut batch = fake_batch(3, 1_000);
         let records_before = batch[RECORD_BATCH_OVERHEAD..].to_vec();
-        set_log_append_time(&mut batch, 77_000);
+        let (head, records) = batch.split_at_mut(RECORD_BATCH_OVERHEAD);
+        set_log_append_time(head, records, 77_000);
         let header = BatchHeader::parse(&batch).expect("valid header");
         assert!(header.timestamp_type_is_log_append());
         assert_eq!(header.attributes & !TIMESTAMP_TYPE_BIT, 0);

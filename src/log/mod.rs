@@ -38,6 +38,7 @@ use batch::{set_base_offset, set_log_append_time, set_partition_leader_epoch, Ba
 use segment::LogSegment;
 
 pub use retention::RetentionConfig;
+pub use segment::SegmentSlice;
 
 /// Per-log settings, named after Kafka's broker properties, units last.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -280,8 +281,8 @@ impl PartitionLog {
     }
 
     /// Appends exactly one v2 batch, already validated by the caller. Rolls first if needed,
-    /// stamps base offset := log end offset and the partition leader epoch in place (neither is
-    /// covered by the CRC), writes, maintains the indexes and fsyncs when flush_interval_messages
+    /// stamps base offset := log end offset and the partition leader epoch into the stored copy
+    /// (neither is covered by the CRC; `batch` itself is left as it is), writes, maintains the indexes and fsyncs when flush_interval_messages
     /// is reached. A batch larger than segment_bytes is refused with nothing written.
     /// With `log_append_time` (a topic with `message.timestamp.type=LogAppendTime`) the batch is
     /// also marked LogAppendTime with max timestamp := `now_ms` and its CRC recomputed, as Kafka's
@@ -289,7 +290,7 @@ impl PartitionLog {
     /// If the fsync fails the batch stays appended; the error means it is not known durable.
     pub fn append(
         &mut self,
-        batch: &mut [u8],
+        batch: &[u8],
         leader_epoch: i32,
         now_ms: i64,
         log_append_time: bool,
@@ -329,17 +330,18 @@ impl PartitionLog {
         {
             self.roll(now_ms)?;
         }
-        set_base_offset(batch, base_offset);
-        set_partition_leader_epoch(batch, leader_epoch);
+        // Everything stamped lies in the header: stamp a copy of it and write it before the
+        // untouched records, so the batch itself is never copied.
+        let (head, records) = batch.split_at(batch::RECORD_BATCH_OVERHEAD);
+        let mut head: [u8; batch::RECORD_BATCH_OVERHEAD] =
+            head.try_into().expect("split at the header size");
+        set_base_offset(&mut head, base_offset);
+        set_partition_leader_epoch(&mut head, leader_epoch);
         if log_append_time {
-            set_log_append_time(batch, now_ms);
-            debug_assert!(
-                batch::crc_is_valid(batch),
-                "a stamped batch keeps a valid CRC"
-            );
+            set_log_append_time(&mut head, records, now_ms);
         }
         self.active
-            .append(batch, last_offset, max_timestamp, &self.config)?;
+            .append(&head, records, last_offset, max_timestamp, &self.config)?;
         self.log_end_offset = last_offset + 1;
         let unflushed_messages = (self.log_end_offset - self.recovery_point()).max(0) as u64;
         if unflushed_messages >= self.config.flush_interval_messages {

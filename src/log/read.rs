@@ -9,17 +9,12 @@ use bytes::Bytes;
 
 use super::records::find_record;
 use super::scan::{ScanStep, LOOKUP_CHUNK_BYTES};
-use super::segment::LogSegment;
+use super::segment::{LogSegment, SegmentSlice};
 use super::time_index::NO_TIMESTAMP;
 use super::{LogError, PartitionLog, ReadInfo};
 
 impl PartitionLog {
-    /// Kafka's fetch read. `fetch_offset` must lie in [log start offset, log end offset]. Returns
-    /// bytes from one segment starting at the first batch whose last offset is >= `fetch_offset`
-    /// (it may start below it), stopping before any batch whose base offset is >= `max_offset`,
-    /// and at most `max_bytes` long, which may cut the last batch short. With `min_one_batch` the
-    /// first batch is returned whole even when larger than `max_bytes`; without it, a read that
-    /// cannot hold one whole batch is empty, never a partial first batch.
+    /// Kafka's fetch read, copied into memory: see `read_slice`.
     pub fn read(
         &self,
         fetch_offset: i64,
@@ -27,6 +22,27 @@ impl PartitionLog {
         min_one_batch: bool,
         max_offset: i64,
     ) -> Result<ReadInfo, LogError> {
+        let records = match self.read_slice(fetch_offset, max_bytes, min_one_batch, max_offset)? {
+            Some(slice) => Bytes::from(slice.read_to_vec()?),
+            None => Bytes::new(),
+        };
+        Ok(ReadInfo { records })
+    }
+
+    /// Kafka's fetch read. `fetch_offset` must lie in [log start offset, log end offset]. Returns
+    /// the byte range of one segment starting at the first batch whose last offset is >=
+    /// `fetch_offset` (it may start below it), stopping before any batch whose base offset is >=
+    /// `max_offset`, and at most `max_bytes` long, which may cut the last batch short; None when
+    /// there is nothing to read. With `min_one_batch` the first batch is returned whole even when
+    /// larger than `max_bytes`; without it, a read that cannot hold one whole batch is empty,
+    /// never a partial first batch. The range is a handle, not a copy (`SegmentSlice`).
+    pub fn read_slice(
+        &self,
+        fetch_offset: i64,
+        max_bytes: usize,
+        min_one_batch: bool,
+        max_offset: i64,
+    ) -> Result<Option<SegmentSlice>, LogError> {
         if fetch_offset < self.log_start_offset || fetch_offset > self.log_end_offset {
             return Err(LogError::OffsetOutOfRange {
                 requested: fetch_offset,
@@ -34,11 +50,8 @@ impl PartitionLog {
                 log_end_offset: self.log_end_offset,
             });
         }
-        let empty = ReadInfo {
-            records: Bytes::new(),
-        };
         if fetch_offset == self.log_end_offset {
-            return Ok(empty);
+            return Ok(None);
         }
         for segment in self.segments_from(fetch_offset) {
             // Nothing in this segment reaches fetch_offset (an empty segment, or a gap left by
@@ -52,7 +65,7 @@ impl PartitionLog {
                 segment.position_bound(max_offset)?
             };
             if start >= max_position {
-                return Ok(empty);
+                return Ok(None);
             }
             let first_batch_bytes = header.total_size();
             let limit = if min_one_batch {
@@ -61,15 +74,12 @@ impl PartitionLog {
                 max_bytes
             };
             if limit < first_batch_bytes {
-                return Ok(empty);
+                return Ok(None);
             }
             let len = (max_position - start).min(limit as u64) as usize;
-            let records = segment.read_bytes(start, len)?;
-            return Ok(ReadInfo {
-                records: Bytes::from(records),
-            });
+            return Ok(Some(segment.slice(start, len)));
         }
-        Ok(empty)
+        Ok(None)
     }
 
     /// ListOffsets by timestamp (§2.7): the first record at or above the log start offset whose

@@ -10,8 +10,10 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::batch::{BatchHeader, RECORD_BATCH_OVERHEAD};
 use super::offset_index::OffsetIndex;
@@ -45,6 +47,44 @@ pub(super) fn delete_segment_files(dir: &Path, base_offset: i64) -> io::Result<(
     Ok(())
 }
 
+/// A byte range of a segment's `.log`, fixed under the partition's lock: only whole appended
+/// bytes, never beyond the segment's size at that moment. A segment's bytes never change once
+/// appended (recovery truncates only before the log is served), so the range can be read or
+/// sent later without the lock. The handle keeps the file open, so a segment that retention or
+/// topic deletion removes meanwhile stays readable until the slice is dropped.
+#[derive(Clone, Debug)]
+pub struct SegmentSlice {
+    file: Arc<File>,
+    position: u64,
+    len: usize,
+}
+
+impl SegmentSlice {
+    pub fn file(&self) -> &Arc<File> {
+        &self.file
+    }
+
+    /// Where the range starts in the file.
+    pub fn position(&self) -> u64 {
+        self.position
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copies the range into memory.
+    pub fn read_to_vec(&self) -> io::Result<Vec<u8>> {
+        let mut bytes = vec![0u8; self.len];
+        self.file.read_exact_at(&mut bytes, self.position)?;
+        Ok(bytes)
+    }
+}
+
 /// What a rebuild found.
 pub(super) struct Recovered {
     pub(super) truncated_bytes: u64,
@@ -62,7 +102,9 @@ pub(super) struct Tail {
 pub(super) struct LogSegment {
     base_offset: i64,
     log_path: PathBuf,
-    log: File,
+    /// Shared with fetch responses (`SegmentSlice`), which send their byte ranges after the
+    /// partition's lock is released, possibly after the segment was deleted.
+    log: Arc<File>,
     /// Valid bytes in the `.log`. Invariant: equals the file length, and ends on a batch boundary.
     size_bytes: u64,
     pub(super) offset_index: OffsetIndex,
@@ -173,7 +215,7 @@ impl LogSegment {
         LogSegment {
             base_offset,
             log_path,
-            log,
+            log: Arc::new(log),
             size_bytes,
             offset_index,
             time_index,
@@ -229,9 +271,12 @@ impl LogSegment {
     /// Appends one batch at the end of the `.log` and maintains the sparse indexes as Kafka's
     /// `LogSegment.append` does: the entry check runs before this batch's bytes are counted, so the
     /// first batch never gets an entry and an entry maps this batch's last offset to its start.
+    /// The batch comes as its stamped header and its untouched records, written with one
+    /// `pwritev`, so the caller never copies a batch to stamp it.
     pub(super) fn append(
         &mut self,
-        batch: &[u8],
+        head: &[u8],
+        records: &[u8],
         last_offset: i64,
         max_timestamp: i64,
         config: &LogConfig,
@@ -245,14 +290,15 @@ impl LogSegment {
                 "append to a segment with a full index".to_string(),
             ));
         }
-        if let Err(error) = self.log.write_all_at(batch, position) {
+        let batch_bytes = (head.len() + records.len()) as u64;
+        if let Err(error) = write_all_vectored_at(&self.log, head, records, position) {
             // Cut off a partial write so the file still ends on a batch boundary.
             if let Err(undo) = self.log.set_len(position) {
                 tracing::error!(path = %self.log_path.display(), %undo, "cannot undo a failed append");
             }
             return Err(error.into());
         }
-        self.size_bytes += batch.len() as u64;
+        self.size_bytes += batch_bytes;
         if position == 0 {
             self.rolling_based_timestamp = Some(max_timestamp);
         }
@@ -266,7 +312,7 @@ impl LogSegment {
             self.time_index.maybe_append(timestamp, offset, false)?;
             self.bytes_since_last_index_entry = 0;
         }
-        self.bytes_since_last_index_entry += batch.len() as u64;
+        self.bytes_since_last_index_entry += batch_bytes;
         Ok(())
     }
 
@@ -307,6 +353,17 @@ impl LogSegment {
         self.log.sync_data()?;
         self.offset_index.file().flush()?;
         self.time_index.file().flush()
+    }
+
+    /// The `len` bytes at `position`, as a handle on the file rather than a copy; the range must
+    /// lie within the segment.
+    pub(super) fn slice(&self, position: u64, len: usize) -> SegmentSlice {
+        debug_assert!(position + len as u64 <= self.size_bytes);
+        SegmentSlice {
+            file: self.log.clone(),
+            position,
+            len,
+        }
     }
 
     /// Reads `len` bytes at `position`; the range must lie within the segment.
@@ -457,6 +514,47 @@ impl LogSegment {
         }
         Ok(())
     }
+}
+
+/// Writes `head` then `tail` at `position` with `pwritev`, continuing after partial writes.
+fn write_all_vectored_at(
+    file: &File,
+    mut head: &[u8],
+    mut tail: &[u8],
+    mut position: u64,
+) -> io::Result<()> {
+    while !head.is_empty() || !tail.is_empty() {
+        let iov = [
+            libc::iovec {
+                iov_base: head.as_ptr() as *mut libc::c_void,
+                iov_len: head.len(),
+            },
+            libc::iovec {
+                iov_base: tail.as_ptr() as *mut libc::c_void,
+                iov_len: tail.len(),
+            },
+        ];
+        let offset = libc::off_t::try_from(position).map_err(io::Error::other)?;
+        // SAFETY: the descriptor is open, and each iovec describes a live slice that pwritev
+        // only reads.
+        let written = unsafe { libc::pwritev(file.as_raw_fd(), iov.as_ptr(), 2, offset) };
+        let Ok(mut written) = usize::try_from(written) else {
+            let error = io::Error::last_os_error();
+            if error.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(error);
+        };
+        if written == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        position += written as u64;
+        let from_head = written.min(head.len());
+        head = &head[from_head..];
+        written -= from_head;
+        tail = &tail[written..];
+    }
+    Ok(())
 }
 
 fn is_unusable_index(error: &io::Error) -> bool {

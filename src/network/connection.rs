@@ -20,6 +20,7 @@ use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use super::frame::{read_frame_body, read_frame_size, FrameError};
+use super::send::write_frame;
 use crate::api::{self, Broker, Outcome};
 use crate::protocol::{api_versions_fallback, decode_request, DecodeError};
 
@@ -171,6 +172,10 @@ async fn process(
     };
     let (response, mute) = match outcome {
         Outcome::Respond(frame) => (Some(frame), None),
+        Outcome::RespondFrame(frame) => {
+            let written = write_frame(writer.as_ref(), &frame).await;
+            return written.map(|()| None).map_err(|e| e.to_string());
+        }
         Outcome::NoResponse => (None, None),
         Outcome::Close(reason) => return Err(reason),
         Outcome::Throttle {

@@ -53,16 +53,21 @@ pub async fn read_frame_size<R: AsyncRead + Unpin>(
     Ok(Some(len))
 }
 
-/// Reads the `len` bytes of a frame's body.
+/// Reads the `len` bytes of a frame's body into a buffer that is not zeroed first: `read_buf`
+/// fills its spare capacity, and `take` keeps it from reading past the frame.
 pub async fn read_frame_body<R: AsyncRead + Unpin>(
     reader: &mut R,
     len: usize,
 ) -> Result<Bytes, FrameError> {
-    let mut frame = BytesMut::zeroed(len);
-    reader
-        .read_exact(&mut frame)
-        .await
-        .map_err(FrameError::Io)?;
+    let mut frame = BytesMut::with_capacity(len);
+    let mut body = reader.take(len as u64);
+    while frame.len() < len {
+        let read = body.read_buf(&mut frame).await.map_err(FrameError::Io)?;
+        if read == 0 {
+            let eof = std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "frame cut short");
+            return Err(FrameError::Io(eof));
+        }
+    }
     Ok(frame.freeze())
 }
 
@@ -93,5 +98,23 @@ mod tests {
         );
         let mut empty: &[u8] = &[];
         assert!(read_frame(&mut empty, 1024).await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn bodies_stop_at_their_frame_and_must_be_whole() {
+        let mut two: &[u8] = &[0, 0, 0, 2, 7, 8, 0, 0, 0, 1, 9];
+        assert_eq!(
+            &read_frame(&mut two, 1024).await.unwrap().unwrap()[..],
+            &[7, 8]
+        );
+        assert_eq!(
+            &read_frame(&mut two, 1024).await.unwrap().unwrap()[..],
+            &[9]
+        );
+        let mut short: &[u8] = &[0, 0, 0, 4, 1, 2];
+        assert!(matches!(
+            read_frame(&mut short, 1024).await,
+            Err(FrameError::Io(_))
+        ));
     }
 }

@@ -122,11 +122,11 @@ impl crate::group::OffsetStore for ConsumerOffsetsStore {
                 max_bytes,
             });
         }
-        let mut batch = batch.to_vec();
         partition
-            .with_log(|log| log.append(&mut batch, 0, now_ms, false))
-            .map(|_| ())
-            .map_err(|e| StoreError::Io(e.to_string()))
+            .with_log(|log| log.append(&batch, 0, now_ms, false))
+            .map_err(|e| StoreError::Io(e.to_string()))?;
+        partition.notify_appended();
+        Ok(())
     }
 
     fn load(&self) -> Result<Vec<(Bytes, Option<Bytes>)>, String> {

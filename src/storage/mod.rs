@@ -4,7 +4,7 @@
 //!
 //! It owns the topic registry (name → topic id and partitions) and creates and deletes topics.
 //! It sees batch bytes and offsets, never request types. Appends wake long-polling fetches
-//! through one `Notify`.
+//! through their partition's `Notify` (`Partition::appended`).
 
 pub mod broker_config;
 pub mod consumer_offsets;
@@ -18,7 +18,6 @@ use std::fs::File;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
-use tokio::sync::Notify;
 use uuid::Uuid;
 
 use crate::config::Config;
@@ -46,8 +45,6 @@ pub struct LogManager {
     dynamic: RwLock<(DynamicBrokerConfigs, Arc<Config>)>,
     cluster_id: String,
     topics: RwLock<HashMap<String, Arc<Topic>>>,
-    /// Woken after every append so parked fetches re-check their partitions.
-    appended: Notify,
     producer_ids: ProducerIdAllocator,
     /// Held for the life of the broker so a second broker cannot open the same directory.
     _lock_file: File,
@@ -131,7 +128,6 @@ impl LogManager {
             dynamic: RwLock::new((dynamic, effective)),
             cluster_id,
             topics: RwLock::new(topics),
-            appended: Notify::new(),
             producer_ids: ProducerIdAllocator::open(&config_log_dir)?,
             _lock_file: lock_file,
         })
@@ -221,15 +217,6 @@ impl LogManager {
         let mut all: Vec<_> = topics.values().cloned().collect();
         all.sort_by(|a, b| a.name.cmp(&b.name));
         all
-    }
-
-    /// The notifier fetches park on; see `notify_appended`.
-    pub fn appended(&self) -> &Notify {
-        &self.appended
-    }
-
-    pub fn notify_appended(&self) {
-        self.appended.notify_waiters();
     }
 
     /// Creates a topic: directories, `partition.metadata` first, then empty logs.
@@ -378,7 +365,6 @@ impl LogManager {
             }
         }
         self.persist_topic_configs(&self.topics.read().unwrap_or_else(|e| e.into_inner()))?;
-        self.notify_appended();
         tracing::info!(topic = name, "deleted topic");
         Ok(())
     }

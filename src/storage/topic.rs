@@ -7,6 +7,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
+use tokio::sync::Notify;
 use uuid::Uuid;
 
 use crate::config::Config;
@@ -291,6 +292,9 @@ pub struct Partition {
     pub dir: PathBuf,
     /// None once the topic is deleted; every later use answers UNKNOWN_TOPIC_OR_PARTITION.
     state: Mutex<Option<PartitionState>>,
+    /// Woken after appends to this partition (and when it is retired), so that fetches parked
+    /// on it, and only those, re-read it.
+    appended: Arc<Notify>,
 }
 
 impl Partition {
@@ -308,6 +312,7 @@ impl Partition {
             index,
             dir,
             state: Mutex::new(Some(PartitionState { log, producers })),
+            appended: Arc::new(Notify::new()),
         })
     }
 
@@ -329,9 +334,22 @@ impl Partition {
         f(state).map_err(PartitionError::Log)
     }
 
-    /// Stops serving: the log is dropped (files closed, indexes unmapped) before deletion.
+    /// Stops serving: the log is dropped (files closed, indexes unmapped) before deletion, and
+    /// fetches parked on the partition wake up to answer that it is gone.
     pub fn retire(&self) {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).take();
+        self.notify_appended();
+    }
+
+    /// What a fetch parks on: register (`enable`) before reading the partition, so an append
+    /// between the read and the wait is not missed.
+    pub fn appended(&self) -> &Arc<Notify> {
+        &self.appended
+    }
+
+    /// Wakes the fetches parked on this partition; call after appending, outside the lock.
+    pub fn notify_appended(&self) {
+        self.appended.notify_waiters();
     }
 
     /// Writes `<log end offset>.snapshot` and keeps the two newest snapshots.

@@ -1,7 +1,9 @@
 //! Appends, rolls, reads and their size and offset bounds.
 
 use super::*;
-use crate::log::batch::{crc_is_valid, RECORD_BATCH_OVERHEAD};
+use crate::log::batch::{
+    crc_is_valid, set_base_offset, set_partition_leader_epoch, RECORD_BATCH_OVERHEAD,
+};
 use crate::log::LogError;
 
 #[test]
@@ -13,10 +15,13 @@ fn round_trip_across_rolls_keeps_bytes_and_stamps_offsets() {
     let mut next_offset = 0;
     for n in 0..40 {
         let mut bytes = batch(1 + n % 3, 1_000 + n as i64, 60);
-        let info = log.append(&mut bytes, 7, 0, false).expect("append");
+        let info = log.append(&bytes, 7, 0, false).expect("append");
         assert_eq!(info.base_offset, next_offset);
         next_offset = info.last_offset + 1;
         assert_eq!(info.last_offset - info.base_offset, (n % 3) as i64);
+        // The log stamps its stored copy; stamp ours the same way to compare.
+        set_base_offset(&mut bytes, info.base_offset);
+        set_partition_leader_epoch(&mut bytes, 7);
         assert!(crc_is_valid(&bytes), "stamping must not break the CRC");
         appended.push(bytes);
     }
@@ -179,10 +184,10 @@ fn batch_larger_than_a_segment_is_refused_untouched() {
     let config = small_config();
     let mut log = open(dir.path(), &config, true, 0);
     append_batches(&mut log, 1, 1, 10);
-    let mut huge = batch(1, 0, config.segment_bytes as usize);
+    let huge = batch(1, 0, config.segment_bytes as usize);
     let before = huge.clone();
     assert!(matches!(
-        log.append(&mut huge, 1, 0, false),
+        log.append(&huge, 1, 0, false),
         Err(LogError::RecordTooLarge)
     ));
     assert_eq!(huge, before);
@@ -191,7 +196,7 @@ fn batch_larger_than_a_segment_is_refused_untouched() {
     let mut short = batch(1, 0, 10);
     short.truncate(RECORD_BATCH_OVERHEAD + 2);
     assert!(matches!(
-        log.append(&mut short, 1, 0, false),
+        log.append(&short, 1, 0, false),
         Err(LogError::Corrupt(_))
     ));
 }
@@ -208,8 +213,8 @@ fn offset_index_entry_every_index_interval_maps_last_offset_to_batch_start() {
     let mut expected = Vec::new();
     let (mut position, mut since_last_entry) = (0u64, 0u64);
     for n in 0..30 {
-        let mut bytes = batch(1 + n % 4, 1_000 + n as i64, 20 + 7 * n);
-        let info = log.append(&mut bytes, 0, 0, false).expect("append");
+        let bytes = batch(1 + n % 4, 1_000 + n as i64, 20 + 7 * n);
+        let info = log.append(&bytes, 0, 0, false).expect("append");
         if since_last_entry > config.index_interval_bytes {
             expected.push((info.last_offset as i32, position as i32));
             since_last_entry = 0;
@@ -238,7 +243,7 @@ fn roll_by_segment_ms_uses_record_timestamps_then_wall_clock() {
     };
     let mut log = open(dir.path(), &config, true, 0);
     for timestamp in [10_000, 10_500, 11_000] {
-        log.append(&mut batch(1, timestamp, 10), 0, 0, false)
+        log.append(&batch(1, timestamp, 10), 0, 0, false)
             .expect("append");
     }
     assert_eq!(
@@ -247,10 +252,10 @@ fn roll_by_segment_ms_uses_record_timestamps_then_wall_clock() {
         "1000 ms waited is not more than segment_ms"
     );
     // Wall clock is irrelevant while the first batch has a timestamp.
-    log.append(&mut batch(1, 11_000, 10), 0, 999_999, false)
+    log.append(&batch(1, 11_000, 10), 0, 999_999, false)
         .expect("append");
     assert_eq!(segment_files(dir.path()), vec![0]);
-    log.append(&mut batch(1, 11_001, 10), 0, 0, false)
+    log.append(&batch(1, 11_001, 10), 0, 0, false)
         .expect("append");
     assert_eq!(segment_files(dir.path()), vec![0, 4]);
     // The rolled segment is fsynced in the background; the recovery point follows.
@@ -263,12 +268,11 @@ fn roll_by_segment_ms_uses_record_timestamps_then_wall_clock() {
     // A first batch without a timestamp makes the wall clock count from segment creation.
     let dir = tempfile::tempdir().expect("tempdir");
     let mut log = open(dir.path(), &config, true, 0);
-    log.append(&mut batch(1, -1, 10), 0, 0, false)
-        .expect("append");
-    log.append(&mut batch(1, 50_000, 10), 0, 1_000, false)
+    log.append(&batch(1, -1, 10), 0, 0, false).expect("append");
+    log.append(&batch(1, 50_000, 10), 0, 1_000, false)
         .expect("append");
     assert_eq!(segment_files(dir.path()), vec![0]);
-    log.append(&mut batch(1, 50_000, 10), 0, 1_001, false)
+    log.append(&batch(1, 50_000, 10), 0, 1_001, false)
         .expect("append");
     assert_eq!(segment_files(dir.path()), vec![0, 2]);
 }
@@ -282,8 +286,7 @@ fn flush_interval_messages_and_ms_advance_the_recovery_point() {
     };
     let mut log = open(dir.path(), &config, false, 0);
     for _ in 0..5 {
-        log.append(&mut batch(3, 0, 10), 0, 0, false)
-            .expect("append");
+        log.append(&batch(3, 0, 10), 0, 0, false).expect("append");
         assert_eq!(log.recovery_point(), log.log_end_offset());
     }
 
@@ -293,15 +296,13 @@ fn flush_interval_messages_and_ms_advance_the_recovery_point() {
         ..small_config()
     };
     let mut log = open(dir.path(), &config, true, 0);
-    log.append(&mut batch(3, 0, 10), 0, 50, false)
-        .expect("append");
+    log.append(&batch(3, 0, 10), 0, 50, false).expect("append");
     assert_eq!(log.recovery_point(), 0);
     log.flush_if_due(99).expect("not due");
     assert_eq!(log.recovery_point(), 0);
     log.flush_if_due(100).expect("due");
     assert_eq!(log.recovery_point(), 3);
-    log.append(&mut batch(2, 0, 10), 0, 150, false)
-        .expect("append");
+    log.append(&batch(2, 0, 10), 0, 150, false).expect("append");
     log.flush_if_due(199).expect("not due again");
     assert_eq!(log.recovery_point(), 3);
     log.flush().expect("explicit flush");
@@ -354,7 +355,7 @@ fn close_trims_indexes_and_a_clean_reopen_continues() {
         "reopen and close leave the indexes as they were"
     );
     let info = log
-        .append(&mut batch(1, 5_000, 10), 0, 0, false)
+        .append(&batch(1, 5_000, 10), 0, 0, false)
         .expect("append after close");
     assert_eq!(info.base_offset, log_end_offset);
     assert_eq!(read_all(&log).len(), 31);
@@ -364,14 +365,13 @@ fn close_trims_indexes_and_a_clean_reopen_continues() {
 fn roll_when_the_last_offset_does_not_fit_relative_to_the_base() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut log = open(dir.path(), &small_config(), true, 0);
-    log.append(&mut batch(3, 0, 10), 0, 0, false)
-        .expect("append");
+    log.append(&batch(3, 0, 10), 0, 0, false).expect("append");
     // A header claiming i32::MAX offsets: Kafka would roll before storing it.
     let mut wide = batch(1, 0, 10);
     wide[23..27].copy_from_slice(&i32::MAX.to_be_bytes());
     let crc = crc32c::crc32c(&wide[21..]);
     wide[17..21].copy_from_slice(&crc.to_be_bytes());
-    let info = log.append(&mut wide, 0, 0, false).expect("append");
+    let info = log.append(&wide, 0, 0, false).expect("append");
     assert_eq!(info.base_offset, 3);
     assert_eq!(segment_files(dir.path()), vec![0, 3]);
     assert_eq!(log.log_end_offset(), 3 + i64::from(i32::MAX) + 1);

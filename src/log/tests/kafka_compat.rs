@@ -86,7 +86,7 @@ fn appending_kafkas_batches_reproduces_kafkas_files() {
             let (position, header) = item.expect("Kafka's batch");
             let mut batch = bytes[position..position + header.total_size()].to_vec();
             batch[..8].fill(0);
-            log.append(&mut batch, -1, 0, false)
+            log.append(&batch, -1, 0, false)
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
         }
     }

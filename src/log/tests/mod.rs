@@ -141,10 +141,8 @@ pub(crate) fn append_batches(
 ) -> Vec<i64> {
     (0..count)
         .map(|n| {
-            let mut bytes = batch(records, 1_000 + n as i64, value_bytes);
-            log.append(&mut bytes, 5, 0, false)
-                .expect("append")
-                .base_offset
+            let bytes = batch(records, 1_000 + n as i64, value_bytes);
+            log.append(&bytes, 5, 0, false).expect("append").base_offset
         })
         .collect()
 }

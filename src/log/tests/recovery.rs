@@ -35,7 +35,7 @@ fn reopen_and_check(dir: &Path, expected_end: i64, expected_batches: usize) -> P
         expected_end
     );
     let info = log
-        .append(&mut batch(1, 9_999, 10), 0, 0, false)
+        .append(&batch(1, 9_999, 10), 0, 0, false)
         .expect("append after recovery");
     assert_eq!(info.base_offset, expected_end);
     assert_eq!(read_all(&log).len(), expected_batches + 1);
@@ -219,9 +219,7 @@ fn clean_shutdown_claim_with_a_dirty_tail_is_still_repaired() {
     append_to_file(&last_segment(dir.path()), &[0u8; 100]);
     let mut log = open(dir.path(), &config, true, 0);
     assert_eq!(log.log_end_offset(), end);
-    let info = log
-        .append(&mut batch(1, 0, 10), 0, 0, false)
-        .expect("append");
+    let info = log.append(&batch(1, 0, 10), 0, 0, false).expect("append");
     assert_eq!(info.base_offset, end);
     assert_eq!(read_all(&log).len(), 21);
 }
@@ -290,7 +288,7 @@ fn log_start_checkpoint_beyond_the_log_end_starts_over() {
     assert_eq!((log.log_start_offset(), log.log_end_offset()), (50, 50));
     assert_eq!(segment_files(dir.path()), vec![50]);
     assert_eq!(
-        log.append(&mut batch(1, 0, 10), 0, 0, false)
+        log.append(&batch(1, 0, 10), 0, 0, false)
             .expect("append")
             .base_offset,
         50

@@ -25,7 +25,7 @@ fn three_batch_config() -> LogConfig {
 fn log_with(dir: &Path, timestamps: &[i64]) -> PartitionLog {
     let mut log = open(dir, &three_batch_config(), true, 0);
     for timestamp in timestamps {
-        log.append(&mut one_record(*timestamp), 0, 0, false)
+        log.append(&one_record(*timestamp), 0, 0, false)
             .expect("append");
     }
     log
@@ -151,7 +151,7 @@ fn an_expired_active_segment_is_deleted_after_rolling_an_empty_one() {
     );
     assert_eq!(segment_files(dir.path()), vec![9]);
     let info = log
-        .append(&mut one_record(10_000), 0, 10_000, false)
+        .append(&one_record(10_000), 0, 10_000, false)
         .expect("append after retention");
     assert_eq!(info.base_offset, 9);
     assert_eq!(read_all(&log).len(), 1);

@@ -38,7 +38,7 @@ fn mixed_log(dir: &Path) -> (PartitionLog, Vec<(i64, i64)>) {
             ..Default::default()
         };
         let info = log
-            .append(&mut encode_batch(&spec), 0, 0, false)
+            .append(&encode_batch(&spec), 0, 0, false)
             .expect("append");
         records.extend(
             timestamps
@@ -146,17 +146,17 @@ fn max_timestamp_points_at_the_record_and_the_first_segment_wins_ties() {
         compression: Compression::Gzip,
         ..Default::default()
     };
-    log.append(&mut encode_batch(&spec), 0, 0, false)
+    log.append(&encode_batch(&spec), 0, 0, false)
         .expect("append");
     append_batches(&mut log, 30, 2, 40);
-    log.append(&mut encode_batch(&spec), 0, 0, false)
+    log.append(&encode_batch(&spec), 0, 0, false)
         .expect("append a tie in a later segment");
     assert!(segment_files(dir.path()).len() >= 3);
     assert_eq!(log.max_timestamp_and_offset(), Some((90_000, 11)));
 
     // A LogAppendTime topic's batch: its records say 1, the append time is 95_000.
     let info = log
-        .append(&mut batch(3, 1, 10), 0, 95_000, true)
+        .append(&batch(3, 1, 10), 0, 95_000, true)
         .expect("append");
     assert_eq!(
         log.max_timestamp_and_offset(),
@@ -190,7 +190,7 @@ fn log_append_time_stamps_the_batch_and_lookups_use_the_append_time() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut log = open(dir.path(), &small_config(), true, 0);
     let create_time = log
-        .append(&mut batch(2, 1_000, 10), 0, 5_000, false)
+        .append(&batch(2, 1_000, 10), 0, 5_000, false)
         .expect("append");
     assert_eq!(create_time.log_append_time_ms, -1);
     assert_eq!(create_time.max_timestamp, 1_000);
@@ -207,7 +207,7 @@ fn log_append_time_stamps_the_batch_and_lookups_use_the_append_time() {
         let original = encode_batch(&spec);
         let now_ms = 50_000 + n as i64;
         let info = log
-            .append(&mut original.clone(), 0, now_ms, true)
+            .append(&original.clone(), 0, now_ms, true)
             .expect("append");
         assert_eq!(info.log_append_time_ms, now_ms);
         assert_eq!(info.max_timestamp, now_ms);

@@ -34,8 +34,15 @@ pub fn java_string_hash(text: &str) -> i32 {
     })
 }
 
+/// Kafka's placement: `Utils.abs(hashCode) % partitions`, where `Utils.abs` maps `i32::MIN` to 0.
 pub fn partition_for(group_id: &str) -> i32 {
-    (java_string_hash(group_id) & 0x7fff_ffff) % PARTITIONS
+    crate::group::records::offsets_partition_for(group_id, PARTITIONS)
+}
+
+/// The group id a record key names (both key layouts start with a version, then the group).
+fn group_of_key(key: &[u8]) -> Option<&str> {
+    let length = usize::try_from(i16::from_be_bytes([*key.get(2)?, *key.get(3)?])).ok()?;
+    std::str::from_utf8(key.get(4..4 + length)?).ok()
 }
 
 impl ConsumerOffsetsStore {
@@ -134,7 +141,7 @@ impl crate::group::OffsetStore for ConsumerOffsetsStore {
             return Ok(Vec::new());
         };
         let mut all = Vec::new();
-        for partition in &topic.partitions {
+        for (index, partition) in topic.partitions.iter().enumerate() {
             let (mut offset, end) = partition
                 .with_log(|log| Ok((log.log_start_offset(), log.log_end_offset())))
                 .map_err(|e| e.to_string())?;
@@ -156,7 +163,7 @@ impl crate::group::OffsetStore for ConsumerOffsetsStore {
                         .map_err(|e| format!("{partition}: {e}"))?;
                     for record in set.records.into_iter().filter(|r| r.offset >= offset) {
                         if let Some(key) = record.key {
-                            all.push((key, record.value));
+                            all.push((index, key, record.value));
                         }
                     }
                     offset = offset.max(header.last_offset() + 1);
@@ -168,8 +175,23 @@ impl crate::group::OffsetStore for ConsumerOffsetsStore {
                 }
             }
         }
-        Ok(all)
+        Ok(replay_order(all))
     }
+}
+
+/// The order in which the records read from each partition (partition index, key, value) are
+/// replayed. Records of a group found outside its partition were written by sluice before it
+/// placed groups as Kafka does (a negative hash was masked, not negated): they are older than any
+/// record in the group's own partition, so they come first; otherwise the log order stands.
+fn replay_order(records: Vec<(usize, Bytes, Option<Bytes>)>) -> Vec<(Bytes, Option<Bytes>)> {
+    let (placed, misplaced): (Vec<_>, Vec<_>) = records.into_iter().partition(|(index, key, _)| {
+        group_of_key(key).is_none_or(|group| partition_for(group) as usize == *index)
+    });
+    misplaced
+        .into_iter()
+        .chain(placed)
+        .map(|(_, key, value)| (key, value))
+        .collect()
 }
 
 #[cfg(test)]
@@ -184,5 +206,34 @@ mod tests {
         assert_eq!(java_string_hash("polygenelubricants"), i32::MIN);
         assert_eq!(partition_for("polygenelubricants"), 0);
         assert!((0..PARTITIONS).contains(&partition_for("my-consumer-group")));
+        // A negative hash is negated, as Kafka's Utils.abs does, not masked.
+        let hash = java_string_hash("g-coop");
+        assert!(hash < 0);
+        assert_eq!(partition_for("g-coop"), -hash % PARTITIONS);
+        assert_eq!(group_of_key(b"\x00\x02\x00\x03abc"), Some("abc"));
+        assert_eq!(group_of_key(b"\x00\x01\x00\x09abc"), None);
+    }
+
+    #[test]
+    fn records_from_the_old_placement_replay_before_the_group_partition() {
+        let key =
+            |group: &str| Bytes::from(format!("\x00\x01\x00{}{group}", group.len() as u8 as char));
+        let old = (java_string_hash("g-coop") & 0x7fff_ffff) % PARTITIONS;
+        let new = partition_for("g-coop");
+        assert!(
+            old > new,
+            "the case this guards: the stale partition is read last"
+        );
+        let value = |v: &'static str| Some(Bytes::from_static(v.as_bytes()));
+        let records = vec![
+            (new as usize, key("g-coop"), value("newer")),
+            (partition_for("other") as usize, key("other"), value("o")),
+            (old as usize, key("g-coop"), value("older")),
+        ];
+        let order: Vec<_> = replay_order(records)
+            .into_iter()
+            .map(|(_, v)| v.unwrap())
+            .collect();
+        assert_eq!(order, vec!["older", "newer", "o"]);
     }
 }

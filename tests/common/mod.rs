@@ -130,6 +130,12 @@ impl Client {
         self.stream.write_all(bytes).await.unwrap();
     }
 
+    /// Like `send_raw`, for bytes the broker may refuse by closing the connection before it has
+    /// read them all: the write then fails instead of panicking the test.
+    pub async fn try_send_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.stream.write_all(bytes).await
+    }
+
     /// Reads one response frame; None if the broker closed the connection.
     pub async fn read_frame(&mut self) -> Option<Bytes> {
         let read = async {

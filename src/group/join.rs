@@ -89,7 +89,7 @@ impl GroupCoordinator {
             Some(group) => join_group_locked(group, &ctx, join),
             None => Joined::error(ResponseError::UnknownServerError, ""),
         };
-        inner.note_wakeup(&group_id);
+        inner.note_wakeup(&group_id, &self.timers_changed);
         joined
     }
 }

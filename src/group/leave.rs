@@ -89,7 +89,7 @@ impl GroupCoordinator {
                 GroupState::Empty => {}
             }
         }
-        inner.note_wakeup(group_id);
+        inner.note_wakeup(group_id, &self.timers_changed);
         Ok(leavers)
     }
 }

@@ -40,8 +40,10 @@ mod tests;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use bytes::Bytes;
+use tokio::sync::{watch, Notify};
 
 use crate::time::Clock;
 use rebalance::Ctx;
@@ -55,6 +57,9 @@ const NEW_MEMBER_JOIN_TIMEOUT_MS: i64 = 300_000;
 /// Kafka's `offsets.retention.check.interval.ms` default: how often expired offsets and empty
 /// groups are looked for.
 const OFFSETS_RETENTION_CHECK_INTERVAL_MS: i64 = 600_000;
+/// The longest the timer task sleeps without looking again, so a wall-clock step forward is
+/// noticed within a minute.
+const MAX_TIMER_SLEEP_MS: i64 = 60_000;
 
 /// Group coordinator settings, with Kafka's names and defaults.
 #[derive(Debug, Clone)]
@@ -135,6 +140,8 @@ pub struct GroupCoordinator {
     clock: Arc<dyn Clock>,
     store: Arc<dyn OffsetStore>,
     inner: Mutex<Inner>,
+    /// Signalled when a timer is armed earlier than the timer task's next wake-up.
+    timers_changed: Notify,
 }
 
 pub(crate) struct Inner {
@@ -142,16 +149,34 @@ pub(crate) struct Inner {
     /// A lower bound on every group's `wakeup_ms`: `tick` does nothing before it.
     wakeup_ms: i64,
     next_offsets_check_ms: i64,
+    /// When the timer task (`run_timers`) will next call `tick`; lowering `wakeup_ms` below it
+    /// wakes the task early through `timers_changed`.
+    scheduled_tick_ms: i64,
     /// Set by `shutdown`; afterwards every request is answered NOT_COORDINATOR.
     shut_down: bool,
 }
 
 impl Inner {
     /// Folds a group's earliest timer into the coordinator-wide wake-up time.
-    fn note_wakeup(&mut self, group_id: &str) {
+    fn note_wakeup(&mut self, group_id: &str, timers_changed: &Notify) {
         if let Some(group) = self.groups.get(group_id) {
             self.wakeup_ms = self.wakeup_ms.min(group.wakeup_ms);
         }
+        self.reschedule_if_earlier(timers_changed);
+    }
+
+    /// Wakes the timer task if a timer is now due before the task means to wake.
+    fn reschedule_if_earlier(&mut self, timers_changed: &Notify) {
+        if self.wakeup_ms < self.scheduled_tick_ms {
+            // The task recomputes its deadline; until then no other request needs to wake it.
+            self.scheduled_tick_ms = self.wakeup_ms;
+            timers_changed.notify_one();
+        }
+    }
+
+    /// The earliest time anything is due: a group timer or the offsets-expiry check.
+    fn next_tick_ms(&self) -> i64 {
+        self.wakeup_ms.min(self.next_offsets_check_ms)
     }
 }
 
@@ -179,8 +204,10 @@ impl GroupCoordinator {
                 groups,
                 wakeup_ms: i64::MAX,
                 next_offsets_check_ms: now_ms.saturating_add(OFFSETS_RETENTION_CHECK_INTERVAL_MS),
+                scheduled_tick_ms: i64::MAX,
                 shut_down: false,
             }),
+            timers_changed: Notify::new(),
         });
         coordinator.on_loaded(now_ms);
         Ok(coordinator)
@@ -195,6 +222,7 @@ impl GroupCoordinator {
             wakeup_ms = wakeup_ms.min(group.wakeup_ms);
         }
         inner.wakeup_ms = wakeup_ms;
+        inner.reschedule_if_earlier(&self.timers_changed);
     }
 
     /// What an operation at `now_ms` works with.
@@ -225,6 +253,32 @@ impl GroupCoordinator {
         }
     }
 
+    /// Calls `tick` whenever something is due, and sleeps in between: no wake-ups while no
+    /// timer is armed, and a timer armed earlier than the current sleep cuts it short. The
+    /// sleep is measured on the monotonic clock from the gap the coordinator's clock gives, so
+    /// a timer fires at most a millisecond after its deadline (`lock_at` covers requests that
+    /// arrive in between).
+    pub async fn run_timers(&self, mut shutdown: watch::Receiver<bool>) {
+        loop {
+            let sleep_ms = {
+                let now_ms = self.clock.now_ms();
+                let mut inner = self.lock();
+                if inner.shut_down {
+                    return;
+                }
+                let next_ms = inner.next_tick_ms();
+                inner.scheduled_tick_ms = next_ms;
+                next_ms.saturating_sub(now_ms).clamp(0, MAX_TIMER_SLEEP_MS)
+            };
+            let sleep = tokio::time::sleep(Duration::from_millis(sleep_ms as u64));
+            tokio::select! {
+                _ = sleep => self.tick(),
+                _ = self.timers_changed.notified() => {}
+                _ = shutdown.changed() => return,
+            }
+        }
+    }
+
     /// Broker shutdown: answers every parked JoinGroup and SyncGroup with NOT_COORDINATOR (the
     /// client looks for the coordinator again), and every later request the same way.
     pub fn shutdown(&self) {
@@ -249,6 +303,7 @@ impl GroupCoordinator {
         let mut inner = self.lock();
         if !inner.shut_down && now_ms >= inner.wakeup_ms {
             rebalance::fire_timers(&mut inner, &self.ctx(now_ms));
+            inner.reschedule_if_earlier(&self.timers_changed);
         }
         inner
     }

@@ -52,7 +52,7 @@ impl GroupCoordinator {
             Some(group) => sync_locked(group, &ctx, &request),
             None => Synced::Now(SyncOutcome::error(ResponseError::UnknownMemberId)),
         };
-        inner.note_wakeup(&group_id);
+        inner.note_wakeup(&group_id, &self.timers_changed);
         synced
     }
 

@@ -79,7 +79,10 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
             clock,
             shutdown_rx.clone(),
         ));
-        let group_timers = tokio::spawn(group_timers(groups.clone(), shutdown_rx.clone()));
+        let group_timers = tokio::spawn({
+            let (groups, shutdown) = (groups.clone(), shutdown_rx.clone());
+            async move { groups.run_timers(shutdown).await }
+        });
         serve_listener(listener, broker, shutdown_rx, drain_tx).await;
         // Parked joins and syncs are answered now, so their connections can finish.
         groups.shutdown();
@@ -103,22 +106,6 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
         shutdown: shutdown_tx,
         task,
     })
-}
-
-/// How often group timers (session, rebalance and join delays) are checked. A tick with
-/// nothing due is one comparison, and Kafka fires these timers within milliseconds too.
-const GROUP_TICK: Duration = Duration::from_millis(10);
-
-/// Drives the group coordinator's timers.
-async fn group_timers(groups: Arc<GroupCoordinator>, mut shutdown: watch::Receiver<bool>) {
-    let mut tick = tokio::time::interval(GROUP_TICK);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => groups.tick(),
-            _ = shutdown.changed() => return,
-        }
-    }
 }
 
 fn group_config(config: &Config) -> GroupConfig {

@@ -483,6 +483,22 @@ def session(b, cfg, res, rep):
                 res.add(name, f"lat_rdk_e2e_p{q}_ms", r["e2e_ms"][q])
             res.add(name, "lat_rdk_rate_achieved", r["rate_achieved"])
             log(f"   latency rdkafka: produce {r['produce_ms']} e2e {r['e2e_ms']}")
+        # The same with linger.ms=0: the clients send each record at once, so what is left of
+        # send → ack is the network round trip plus the broker's own time.
+        r = attempt(res, name, "latency java linger 0", lambda: java_produce(
+            b, "lat", n, "none", rate=cfg["lat_rate"], props=["linger.ms=0"]))
+        if r:
+            for q in ("50", "99", "99.9"):
+                res.add(name, f"lat0_java_produce_p{q}_ms", r["lat_ms"][q])
+            log(f"   produce latency java linger 0: {r['lat_ms']}")
+        r = attempt(res, name, "latency rdkafka linger 0", lambda: rdk(
+            ["latency", "--bootstrap", b.bootstrap, "--topic", "lat", "--rate",
+             str(cfg["lat_rate"]), "--seconds", str(cfg["lat_secs"]), "--linger-ms", "0"], 180))
+        if r:
+            for q in ("50", "99", "99.9"):
+                res.add(name, f"lat0_rdk_produce_p{q}_ms", r["produce_ms"][q])
+                res.add(name, f"lat0_rdk_e2e_p{q}_ms", r["e2e_ms"][q])
+            log(f"   latency rdkafka linger 0: produce {r['produce_ms']} e2e {r['e2e_ms']}")
         r = attempt(res, name, "EndToEndLatency", lambda: java_e2e(b, "e2e", cfg["e2e_msgs"]))
         if r:
             for q in ("avg", "50", "99", "99.9"):

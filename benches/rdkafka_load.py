@@ -200,11 +200,14 @@ def cmd_latency(a):
     prod_lat = []
     errors = []
 
-    p = Producer({
+    conf = {
         "bootstrap.servers": a.bootstrap,
         "acks": "all",
         "message.timeout.ms": 60000,
-    })
+    }
+    if a.linger_ms is not None:
+        conf["linger.ms"] = a.linger_ms
+    p = Producer(conf)
     p.list_topics(topic=a.topic, timeout=30)
     n = int(a.rate * a.seconds)
     interval = 1.0 / a.rate
@@ -320,6 +323,8 @@ def main():
         s.add_argument("--timeout", type=float, default=300)
         s.add_argument("--passes", type=int, default=1)
         s.add_argument("--deadline", type=float, default=120)
+        s.add_argument("--linger-ms", type=float, default=None,
+                       help="latency: producer linger.ms (default: librdkafka's, 5 ms)")
     a = ap.parse_args()
     try:
         return {"create": cmd_create, "produce": cmd_produce, "consume": cmd_consume,

@@ -37,6 +37,12 @@ def rows():
         for q in ("50", "99", "99.9"):
             out.append(("Latency (ms) at a fixed rate, 1 partition, acks=all",
                         f"{pre}_p{q}_ms", f"{label} p{q}", "ms", "lower", None))
+    for pre, label in (("lat0_java_produce", "produce (send → ack), Java, linger.ms=0"),
+                       ("lat0_rdk_produce", "produce (send → ack), librdkafka, linger.ms=0"),
+                       ("lat0_rdk_e2e", "end to end (send → consumed), librdkafka, linger.ms=0")):
+        for q in ("50", "99", "99.9"):
+            out.append(("Latency (ms) at a fixed rate, 1 partition, acks=all",
+                        f"{pre}_p{q}_ms", f"{label} p{q}", "ms", "lower", None))
     for q in ("avg", "50", "99", "99.9"):
         out.append(("Latency (ms) at a fixed rate, 1 partition, acks=all",
                     f"lat_java_e2e_{q}_ms",

@@ -94,12 +94,13 @@ async fn alter_broker(
     )
 }
 
-async fn produce_old(client: &mut Client, topic: &str, count: usize, age_ms: i64) {
+/// Produces `count` records stamped `timestamp_ms` onwards.
+async fn produce_at(client: &mut Client, topic: &str, count: usize, timestamp_ms: i64) {
     use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
     let records = common::batch(
         count,
         kafka_protocol::records::Compression::None,
-        common::now_ms() - age_ms,
+        timestamp_ms,
     );
     let request = ProduceRequest::default()
         .with_acks(-1)
@@ -127,9 +128,8 @@ async fn earliest(client: &mut Client, topic: &str) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dynamic_broker_configs_layer_apply_at_once_and_survive_restart() {
-    let mut broker = TestBroker::start(&[
+    let mut broker = TestBroker::start_with_manual_clock(&[
         ("log.retention.hours", "48"),
-        ("log.retention.check.interval.ms", "50"),
         ("log.segment.delete.delay.ms", "0"),
     ])
     .await;
@@ -141,8 +141,15 @@ async fn dynamic_broker_configs_layer_apply_at_once_and_survive_restart() {
     let created: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 7, &create).await;
     assert_eq!(created.topics[0].error_code, 0);
     for _ in 0..3 {
-        produce_old(&mut client, "follows", 10, 7_200_000).await;
+        produce_at(&mut client, "follows", 10, broker.clock_ms()).await;
     }
+    broker.advance_clock_ms(7_200_000);
+    broker.run_retention_pass().await;
+    assert_eq!(
+        earliest(&mut client, "follows").await,
+        0,
+        "48 hours' retention keeps 2-hour-old records"
+    );
     assert_eq!(
         config(&mut client, TOPIC, "follows", "retention.ms")
             .await
@@ -193,10 +200,7 @@ async fn dynamic_broker_configs_layer_apply_at_once_and_survive_restart() {
         config(&mut client, TOPIC, "follows", "retention.ms").await,
         ("3600000".into(), 3, vec![3, 4, 5])
     );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while earliest(&mut client, "follows").await < 30 && std::time::Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    broker.run_retention_pass().await;
     assert_eq!(earliest(&mut client, "follows").await, 30, "retention ran");
 
     // This broker's own value beats the cluster default.

@@ -313,12 +313,13 @@ async fn create_partitions_grows_only() {
     assert!(!cluster.cluster_id.is_empty());
 }
 
-async fn produce_old(client: &mut Client, topic: &str, count: usize, age_ms: i64) -> i64 {
+/// Produces `count` records stamped `timestamp_ms` onwards; returns the base offset.
+async fn produce_at(client: &mut Client, topic: &str, count: usize, timestamp_ms: i64) -> i64 {
     use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
     let records = common::batch(
         count,
         kafka_protocol::records::Compression::None,
-        common::now_ms() - age_ms,
+        timestamp_ms,
     );
     let request = ProduceRequest::default()
         .with_acks(-1)
@@ -365,7 +366,7 @@ async fn delete_records_moves_the_log_start_offset_for_good() {
     let mut client = broker.client().await;
     assert_eq!(create(&mut client, "dr", 1, &[]).await, 0);
     for _ in 0..3 {
-        produce_old(&mut client, "dr", 5, 0).await;
+        produce_at(&mut client, "dr", 5, common::now_ms()).await;
     }
     let request = |offset: i64| {
         DeleteRecordsRequest::default().with_topics(vec![
@@ -418,11 +419,7 @@ async fn delete_records_moves_the_log_start_offset_for_good() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retention_deletes_old_segments_and_consumers_are_told() {
-    let broker = TestBroker::start(&[
-        ("log.retention.check.interval.ms", "50"),
-        ("log.segment.delete.delay.ms", "0"),
-    ])
-    .await;
+    let broker = TestBroker::start_with_manual_clock(&[("log.segment.delete.delay.ms", "0")]).await;
     let mut client = broker.client().await;
     assert_eq!(
         create(
@@ -439,13 +436,20 @@ async fn retention_deletes_old_segments_and_consumers_are_told() {
         0
     );
     for _ in 0..4 {
-        produce_old(&mut client, "old", 10, 7_200_000).await;
-        produce_old(&mut client, "kept", 10, 7_200_000).await;
+        produce_at(&mut client, "old", 10, broker.clock_ms()).await;
+        produce_at(&mut client, "kept", 10, broker.clock_ms()).await;
     }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while earliest(&mut client, "old").await < 40 && std::time::Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    // Each batch's largest timestamp is its first plus 9; Kafka deletes a segment only when
+    // it is more than retention.ms older than now.
+    broker.advance_clock_ms(60_000 + 9);
+    broker.run_retention_pass().await;
+    assert_eq!(
+        earliest(&mut client, "old").await,
+        0,
+        "a segment exactly retention.ms old is kept"
+    );
+    broker.advance_clock_ms(1);
+    broker.run_retention_pass().await;
     assert_eq!(
         earliest(&mut client, "old").await,
         40,
@@ -462,7 +466,7 @@ async fn retention_deletes_old_segments_and_consumers_are_told() {
         "retention.ms=-1 keeps everything"
     );
     assert_eq!(
-        produce_old(&mut client, "old", 1, 0).await,
+        produce_at(&mut client, "old", 1, broker.clock_ms()).await,
         40,
         "appends continue at the log end offset"
     );
@@ -534,17 +538,14 @@ async fn log_append_time_topics_carry_the_broker_time() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retention_changed_at_runtime_takes_effect() {
-    let broker = TestBroker::start(&[
-        ("log.retention.check.interval.ms", "50"),
-        ("log.segment.delete.delay.ms", "0"),
-    ])
-    .await;
+    let broker = TestBroker::start_with_manual_clock(&[("log.segment.delete.delay.ms", "0")]).await;
     let mut client = broker.client().await;
     assert_eq!(create(&mut client, "later", 1, &[]).await, 0);
     for _ in 0..3 {
-        produce_old(&mut client, "later", 10, 7_200_000).await;
+        produce_at(&mut client, "later", 10, broker.clock_ms()).await;
     }
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    broker.advance_clock_ms(7_200_000);
+    broker.run_retention_pass().await;
     assert_eq!(
         earliest(&mut client, "later").await,
         0,
@@ -560,10 +561,7 @@ async fn retention_changed_at_runtime_takes_effect() {
         .0,
         0
     );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while earliest(&mut client, "later").await < 30 && std::time::Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    broker.run_retention_pass().await;
     assert_eq!(earliest(&mut client, "later").await, 30);
 }
 

@@ -31,7 +31,7 @@ use std::fmt;
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use batch::{set_base_offset, set_log_append_time, set_partition_leader_epoch, BatchHeader};
@@ -180,6 +180,10 @@ pub struct PartitionLog {
     /// Raised by the background fsync of a rolled segment to that roll's new base offset;
     /// `recovery_point()` is the larger of the two.
     flushed_through: Arc<AtomicI64>,
+    /// How many times one of this log's `.log` files was fsynced, inline by `flush` or by the
+    /// background flusher. The durability guarantee of `log.flush.interval.messages=1` is
+    /// invisible to a kill -9 test (the page cache survives it), so tests read this instead.
+    segment_fsyncs: Arc<AtomicU64>,
     last_flush_ms: i64,
     /// The latest time a caller told us; flushes triggered without a clock are stamped with it.
     latest_now_ms: i64,
@@ -195,8 +199,10 @@ const FLUSH_FAILED: i64 = i64::MIN;
 
 /// A rolled segment's files to fsync, and the recovery point to publish once they are durable.
 struct FlushJob {
+    /// The segment's `.log`, its indexes, then the directory.
     files: Vec<File>,
     flushed_through: Arc<AtomicI64>,
+    segment_fsyncs: Arc<AtomicU64>,
     new_base_offset: i64,
 }
 
@@ -220,6 +226,7 @@ fn background_flusher() -> &'static std::sync::mpsc::Sender<FlushJob> {
                     }
                     match job.files.iter().try_for_each(File::sync_all) {
                         Ok(()) => {
+                            job.segment_fsyncs.fetch_add(1, Ordering::Relaxed);
                             job.flushed_through
                                 .fetch_max(job.new_base_offset, Ordering::SeqCst);
                         }
@@ -272,6 +279,7 @@ impl PartitionLog {
             log_end_offset: loaded.log_end_offset,
             recovery_point: loaded.recovery_point,
             flushed_through: Arc::new(AtomicI64::new(loaded.recovery_point)),
+            segment_fsyncs: Arc::new(AtomicU64::new(0)),
             last_flush_ms: now_ms,
             latest_now_ms: now_ms,
             // Loading may have created, deleted or renamed files.
@@ -372,6 +380,7 @@ impl PartitionLog {
         let job = FlushJob {
             files,
             flushed_through: self.flushed_through.clone(),
+            segment_fsyncs: self.segment_fsyncs.clone(),
             new_base_offset,
         };
         if background_flusher().send(job).is_err() {
@@ -406,6 +415,12 @@ impl PartitionLog {
             .max(self.flushed_through.load(Ordering::SeqCst))
     }
 
+    /// How many times a `.log` file of this log has been fsynced since it was opened. Only
+    /// fsyncs that returned success count.
+    pub fn segment_fsyncs(&self) -> u64 {
+        self.segment_fsyncs.load(Ordering::Relaxed)
+    }
+
     /// fsyncs the data and indexes of every segment that may hold offsets at or above the
     /// recovery point, then the directory when files came or went, and only then moves the
     /// recovery point to the log end offset. A caller persists the recovery point (checkpoint)
@@ -423,11 +438,11 @@ impl PartitionLog {
         };
         if self.recovery_point < self.active.base_offset() {
             for segment in unflushed.map(|(_, segment)| segment) {
-                segment.flush()?;
+                segment.flush(&self.segment_fsyncs)?;
             }
         }
         if self.recovery_point < self.log_end_offset {
-            self.active.flush()?;
+            self.active.flush(&self.segment_fsyncs)?;
         }
         if self.dir_needs_sync {
             // New segment files are only reachable after a crash once their directory entries
@@ -455,7 +470,7 @@ impl PartitionLog {
     /// fsyncs everything. The log stays usable: a later append grows the indexes again.
     pub fn close(&mut self) -> Result<(), LogError> {
         self.active.on_become_inactive()?;
-        self.active.flush()?;
+        self.active.flush(&self.segment_fsyncs)?;
         self.flush()
     }
 

@@ -13,6 +13,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::batch::BatchHeader;
@@ -350,9 +351,11 @@ impl LogSegment {
         ])
     }
 
-    /// fsyncs the `.log`, then both indexes.
-    pub(super) fn flush(&self) -> io::Result<()> {
+    /// fsyncs the `.log`, then both indexes. `log_fsyncs` counts the `.log`'s fsync, next to the
+    /// call itself, so a test can see that an acknowledged append was made durable.
+    pub(super) fn flush(&self, log_fsyncs: &AtomicU64) -> io::Result<()> {
         self.log.sync_data()?;
+        log_fsyncs.fetch_add(1, Ordering::Relaxed);
         self.offset_index.file().flush()?;
         self.time_index.file().flush()
     }

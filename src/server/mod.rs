@@ -26,11 +26,37 @@ const SHUTDOWN_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// A started broker.
 pub struct RunningBroker {
     pub local_addr: SocketAddr,
+    logs: Arc<LogManager>,
+    clock: Arc<dyn Clock>,
     shutdown: watch::Sender<bool>,
     task: JoinHandle<anyhow::Result<()>>,
 }
 
 impl RunningBroker {
+    /// The broker's logs, for tests that check what the wire cannot show (fsyncs, the
+    /// recovery point), as Kafka's tests reach into `broker.logManager`.
+    pub fn log_manager(&self) -> &Arc<LogManager> {
+        &self.logs
+    }
+
+    /// Runs one pass of the retention task now, at the broker clock's time: the pass the
+    /// background task runs every `log.retention.check.interval.ms`. Tests on a manual clock
+    /// advance the clock and call this instead of waiting for a tick. Returns the segments
+    /// deleted.
+    pub async fn run_retention_pass(&self) -> usize {
+        let (logs, now_ms) = (self.logs.clone(), self.clock.now_ms());
+        tokio::task::spawn_blocking(move || retention_pass(&logs, now_ms))
+            .await
+            .unwrap_or(0)
+    }
+
+    /// Runs one pass of the flush scheduler now, at the broker clock's time: every log whose
+    /// `flush.ms` has passed is fsynced.
+    pub async fn run_flush_pass(&self) {
+        let (logs, now_ms) = (self.logs.clone(), self.clock.now_ms());
+        let _ = tokio::task::spawn_blocking(move || logs.flush_due(now_ms)).await;
+    }
+
     /// Graceful shutdown; returns once logs are closed and the clean-shutdown marker is written.
     pub async fn shutdown(self) -> anyhow::Result<()> {
         let _ = self.shutdown.send(true);
@@ -69,6 +95,7 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
         quotas,
         request_memory,
     });
+    let (running_logs, running_clock) = (logs.clone(), clock.clone());
     tracing::info!(%local_addr, advertised = %config.advertised_listener, node_id = config.node_id, "sluice is serving");
 
     let task = tokio::spawn(async move {
@@ -103,6 +130,8 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
     });
     Ok(RunningBroker {
         local_addr,
+        logs: running_logs,
+        clock: running_clock,
         shutdown: shutdown_tx,
         task,
     })
@@ -117,6 +146,13 @@ fn group_config(config: &Config) -> GroupConfig {
         offsets_retention_ms: config.offsets_retention_minutes.saturating_mul(60_000),
         group_max_size: config.group_max_size,
     }
+}
+
+/// One retention check: segments past retention go, and idle producers are forgotten.
+fn retention_pass(logs: &LogManager, now_ms: i64) -> usize {
+    let deleted = logs.enforce_retention(now_ms);
+    logs.expire_producers(now_ms);
+    deleted
 }
 
 /// Flushes logs whose flush interval passed, writes checkpoints, and enforces retention
@@ -153,11 +189,7 @@ async fn background_tasks(
             }
             _ = retention.tick() => {
                 let (logs, now_ms) = (logs.clone(), clock.now_ms());
-                let _ = tokio::task::spawn_blocking(move || {
-                    logs.enforce_retention(now_ms);
-                    logs.expire_producers(now_ms);
-                })
-                .await;
+                let _ = tokio::task::spawn_blocking(move || retention_pass(&logs, now_ms)).await;
             }
             _ = shutdown.changed() => return,
         }

@@ -273,6 +273,10 @@ impl LogManager {
         for index in current..count {
             partitions.push(self.open_new_partition(name, topic.id, index, &settings, now_ms)?);
         }
+        // The new directories' entries in the log directory must be durable before the new
+        // partitions take acknowledged writes. CreateTopics gets this fsync from its
+        // `sluice-topic-configs` write; nothing else here writes to the log directory.
+        layout::fsync_dir(&self.log_dir).map_err(|e| TopicError::Storage(e.to_string()))?;
         let grown = Topic::new(
             topic.name.clone(),
             topic.id,

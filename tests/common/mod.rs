@@ -1,5 +1,7 @@
 //! A minimal raw-protocol client and a broker started in-process on 127.0.0.1:0 with a fresh
-//! data directory, for socket tests that speak Kafka's bytes.
+//! data directory, for socket tests that speak Kafka's bytes. A broker started with
+//! `start_with_manual_clock` reads a `ManualClock`: tests move its time and run the retention or
+//! flush pass on demand instead of sleeping until a background task notices.
 #![allow(dead_code)]
 
 pub mod groups;
@@ -15,7 +17,8 @@ use kafka_protocol::records::{
 };
 use sluice::config::Config;
 use sluice::server::{start, RunningBroker};
-use sluice::time::SystemClock;
+use sluice::storage::Partition;
+use sluice::time::{Clock, ManualClock, SystemClock};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -23,10 +26,30 @@ pub struct TestBroker {
     pub broker: Option<RunningBroker>,
     pub dir: tempfile::TempDir,
     pub overrides: Vec<(String, String)>,
+    /// The broker's clock, kept across restarts.
+    clock: Arc<dyn Clock>,
+    /// The same clock when it is manual.
+    manual_clock: Option<Arc<ManualClock>>,
 }
 
 impl TestBroker {
+    /// A broker on the system clock.
     pub async fn start(overrides: &[(&str, &str)]) -> TestBroker {
+        Self::start_on(overrides, Arc::new(SystemClock), None).await
+    }
+
+    /// A broker whose clock moves only through `advance_clock_ms`; it starts at the current
+    /// wall-clock time, so batches stamped with `now_ms()` are within the broker's bounds.
+    pub async fn start_with_manual_clock(overrides: &[(&str, &str)]) -> TestBroker {
+        let clock = Arc::new(ManualClock::new(now_ms()));
+        Self::start_on(overrides, clock.clone(), Some(clock)).await
+    }
+
+    async fn start_on(
+        overrides: &[(&str, &str)],
+        clock: Arc<dyn Clock>,
+        manual_clock: Option<Arc<ManualClock>>,
+    ) -> TestBroker {
         let dir = tempfile::tempdir().unwrap();
         let overrides: Vec<(String, String)> = overrides
             .iter()
@@ -36,9 +59,41 @@ impl TestBroker {
             broker: None,
             dir,
             overrides,
+            clock,
+            manual_clock,
         };
         test.restart_in_place().await;
         test
+    }
+
+    /// The broker's time.
+    pub fn clock_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// Moves the manual clock forward; panics on a broker that runs on the system clock.
+    pub fn advance_clock_ms(&self, delta_ms: i64) {
+        self.manual_clock
+            .as_ref()
+            .expect("started with start_with_manual_clock")
+            .advance_ms(delta_ms);
+    }
+
+    /// One retention pass at the broker's time (see `RunningBroker::run_retention_pass`).
+    pub async fn run_retention_pass(&self) -> usize {
+        self.broker.as_ref().unwrap().run_retention_pass().await
+    }
+
+    /// One flush-scheduler pass at the broker's time.
+    pub async fn run_flush_pass(&self) {
+        self.broker.as_ref().unwrap().run_flush_pass().await
+    }
+
+    /// A partition of the running broker, to inspect its log.
+    pub fn partition(&self, topic: &str, index: i32) -> Arc<Partition> {
+        let logs = self.broker.as_ref().unwrap().log_manager();
+        let topic = logs.topic(topic).expect("topic exists");
+        topic.partition(index).expect("partition exists").clone()
     }
 
     pub fn config(&self) -> Config {
@@ -57,7 +112,7 @@ impl TestBroker {
     }
 
     async fn restart_in_place(&mut self) {
-        self.broker = Some(start(self.config(), Arc::new(SystemClock)).await.unwrap());
+        self.broker = Some(start(self.config(), self.clock.clone()).await.unwrap());
     }
 
     /// Graceful shutdown followed by a start on the same directory.

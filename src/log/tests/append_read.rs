@@ -286,8 +286,10 @@ fn flush_interval_messages_and_ms_advance_the_recovery_point() {
     };
     let mut log = open(dir.path(), &config, false, 0);
     for _ in 0..5 {
+        let fsyncs = log.segment_fsyncs();
         log.append(&batch(3, 0, 10), 0, 0, false).expect("append");
         assert_eq!(log.recovery_point(), log.log_end_offset());
+        assert!(log.segment_fsyncs() > fsyncs, "the append fsynced a .log");
     }
 
     let dir = tempfile::tempdir().expect("tempdir");
@@ -299,9 +301,9 @@ fn flush_interval_messages_and_ms_advance_the_recovery_point() {
     log.append(&batch(3, 0, 10), 0, 50, false).expect("append");
     assert_eq!(log.recovery_point(), 0);
     log.flush_if_due(99).expect("not due");
-    assert_eq!(log.recovery_point(), 0);
+    assert_eq!((log.recovery_point(), log.segment_fsyncs()), (0, 0));
     log.flush_if_due(100).expect("due");
-    assert_eq!(log.recovery_point(), 3);
+    assert_eq!((log.recovery_point(), log.segment_fsyncs()), (3, 1));
     log.append(&batch(2, 0, 10), 0, 150, false).expect("append");
     log.flush_if_due(199).expect("not due again");
     assert_eq!(log.recovery_point(), 3);

@@ -49,6 +49,42 @@ async fn api_versions_every_version_and_the_fallback() {
     );
 }
 
+#[tokio::test]
+async fn a_lost_partition_metadata_file_gets_the_topic_id_back() {
+    let mut broker = TestBroker::start(&[("num.partitions", "3")]).await;
+    let mut client = broker.client().await;
+    let request = MetadataRequest::default()
+        .with_topics(Some(vec![MetadataRequestTopic::default()
+            .with_name(Some(name("lost")))
+            .with_topic_id(uuid::Uuid::nil())]))
+        .with_allow_auto_topic_creation(true);
+    let response: MetadataResponse = client.call(ApiKey::Metadata, 12, &request).await;
+    let id = response.topics[0].topic_id;
+    assert!(!id.is_nil());
+    drop(client);
+    broker.shutdown().await;
+    // Partition 0's file is the one read first; its siblings still hold the id.
+    let file = broker.dir.path().join("lost-0").join("partition.metadata");
+    std::fs::remove_file(&file).unwrap();
+    broker.start_again().await;
+    let mut client = broker.client().await;
+    let all: MetadataResponse = client
+        .call(
+            ApiKey::Metadata,
+            12,
+            &MetadataRequest::default().with_topics(None),
+        )
+        .await;
+    assert_eq!(all.topics.len(), 1);
+    assert_eq!(all.topics[0].topic_id, id, "the topic keeps its id");
+    let sibling = broker.dir.path().join("lost-1").join("partition.metadata");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        std::fs::read_to_string(&sibling).unwrap(),
+        "partition.metadata is written again with the same id"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metadata_auto_creates_and_topic_ids_survive_restart() {
     let mut broker = TestBroker::start(&[("num.partitions", "3")]).await;

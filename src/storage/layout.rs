@@ -75,21 +75,29 @@ pub fn write_partition_metadata(dir: &Path, topic_id: Uuid) -> std::io::Result<(
     write_file_durably(&dir.join("partition.metadata"), text.as_bytes())
 }
 
+/// The topic id a partition directory's `partition.metadata` holds; `None` if it has none.
+pub fn read_topic_id(dir: &Path) -> anyhow::Result<Option<Uuid>> {
+    let path = dir.join("partition.metadata");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(None);
+    };
+    parse_properties(&text)
+        .into_iter()
+        .find(|(k, _)| k == "topic_id")
+        .and_then(|(_, v)| decode_kafka_uuid(&v))
+        .map(Some)
+        .ok_or_else(|| anyhow::anyhow!("{}: no valid topic_id", path.display()))
+}
+
 /// The topic id of a partition directory; one is written if the file is missing, reusing the
 /// id of the topic's other partitions when known.
 pub fn read_or_write_partition_metadata(dir: &Path, known: Option<Uuid>) -> anyhow::Result<Uuid> {
-    let path = dir.join("partition.metadata");
-    if let Ok(text) = std::fs::read_to_string(&path) {
-        let id = parse_properties(&text)
-            .into_iter()
-            .find(|(k, _)| k == "topic_id")
-            .and_then(|(_, v)| decode_kafka_uuid(&v))
-            .ok_or_else(|| anyhow::anyhow!("{}: no valid topic_id", path.display()))?;
+    if let Some(id) = read_topic_id(dir)? {
         if let Some(known) = known {
             if known != id {
                 anyhow::bail!(
                     "{}: topic id {id} differs from the topic's {known}",
-                    path.display()
+                    dir.join("partition.metadata").display()
                 );
             }
         }

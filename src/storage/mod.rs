@@ -93,7 +93,11 @@ impl LogManager {
             let settings = configs.settings(&effective);
             let log_config = settings.log.clone();
             let mut partitions = Vec::with_capacity(dirs.len());
-            let mut topic_id = None;
+            // A partition whose `partition.metadata` is lost takes the id its siblings hold,
+            // whichever partition that is.
+            let mut topic_id = dirs
+                .iter()
+                .find_map(|(_, dir)| layout::read_topic_id(dir).ok().flatten());
             for (expected, (index, dir)) in dirs.into_iter().enumerate() {
                 if index != expected as i32 {
                     anyhow::bail!("topic {name}: partition directory {index} found where {expected} was expected");

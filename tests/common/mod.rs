@@ -136,6 +136,12 @@ impl TestBroker {
         self.broker.take().unwrap().shutdown().await.unwrap();
     }
 
+    /// Starts a broker again on the directory after `shutdown` (to change files in between).
+    pub async fn start_again(&mut self) {
+        assert!(self.broker.is_none(), "shut the broker down first");
+        self.restart_in_place().await;
+    }
+
     pub fn addr(&self) -> std::net::SocketAddr {
         self.broker.as_ref().unwrap().local_addr
     }

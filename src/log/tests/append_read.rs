@@ -312,6 +312,36 @@ fn flush_interval_messages_and_ms_advance_the_recovery_point() {
 }
 
 #[test]
+fn flushing_the_active_segment_skips_its_indexes_until_it_rolls() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = LogConfig {
+        flush_interval_messages: 1,
+        ..small_config()
+    };
+    let mut log = open(dir.path(), &config, false, 0);
+    let first_segment = log.active_segment_base_offset();
+    while log.active_segment_base_offset() == first_segment {
+        let fsyncs = log.segment_fsyncs();
+        log.append(&batch(2, 0, 50), 0, 0, false).expect("append");
+        assert!(
+            log.segment_fsyncs() > fsyncs,
+            "every append fsyncs the .log"
+        );
+        if log.active_segment_base_offset() == first_segment {
+            assert_eq!(
+                log.index_flushes(),
+                0,
+                "recovery rebuilds the active segment's indexes, so flushes skip them"
+            );
+        }
+    }
+    // The roll made the first segment's indexes durable before the recovery point could pass
+    // it: a crash from now on would not re-validate that segment.
+    assert_eq!(log.index_flushes(), 1);
+    assert_eq!(log.recovery_point(), log.log_end_offset());
+}
+
+#[test]
 fn close_trims_indexes_and_a_clean_reopen_continues() {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = small_config();

@@ -2,6 +2,7 @@
 //! data directory, for socket tests that speak Kafka's bytes.
 #![allow(dead_code)]
 
+pub mod data;
 pub mod groups;
 
 use std::sync::Arc;

@@ -9,11 +9,13 @@ use common::data::{create_topic, fetch_all_offsets, produce, produce_acks};
 use common::{batch, now_ms, Client, TestBroker};
 use kafka_protocol::records::Compression;
 
+const CORRUPT_MESSAGE: i16 = 2;
 const INVALID_RECORD: i16 = 87;
 const INVALID_REQUIRED_ACKS: i16 = 21;
 const INVALID_TIMESTAMP: i16 = 32;
 
 /// The v2 batch header fields these tests rewrite (byte offsets, see docs/log-format.md).
+const BATCH_LENGTH: usize = 8;
 const MAGIC: usize = 16;
 const ATTRIBUTES: usize = 21;
 const LAST_OFFSET_DELTA: usize = 23;
@@ -74,17 +76,27 @@ async fn acks_one_is_answered_after_the_append_and_other_acks_are_refused() {
         assert_eq!(refused.error_code, INVALID_REQUIRED_ACKS, "acks={acks}");
         assert_eq!(refused.base_offset, -1);
     }
-    // Kafka checks acks before the topic: an unknown topic gets the same answer.
-    let refused = produce_acks(
-        &mut client,
-        9,
-        2,
-        "missing",
-        0,
-        batch(1, Compression::None, now_ms()),
-    )
-    .await;
-    assert_eq!(refused.error_code, INVALID_REQUIRED_ACKS);
+    // Kafka's order (checked against Kafka 4.1): an unknown topic or partition first, then the
+    // request-level framing checks, then acks, then the batch's contents.
+    let one = || batch(1, Compression::None, now_ms());
+    for (topic, partition) in [("missing", 0), ("acks", 7)] {
+        let refused = produce_acks(&mut client, 9, 2, topic, partition, one()).await;
+        assert_eq!(
+            refused.error_code, 3,
+            "{topic}-{partition}: UNKNOWN_TOPIC_OR_PARTITION"
+        );
+    }
+    let mut old_magic = one().to_vec();
+    old_magic[MAGIC] = 1;
+    let refused = produce_acks(&mut client, 9, 2, "acks", 0, old_magic.into()).await;
+    assert_eq!(refused.error_code, INVALID_RECORD, "framing before acks");
+    let mut control = one().to_vec();
+    control[ATTRIBUTES + 1] |= CONTROL_BIT;
+    let refused = produce_acks(&mut client, 9, 2, "acks", 0, with_crc(control)).await;
+    assert_eq!(
+        refused.error_code, INVALID_REQUIRED_ACKS,
+        "acks before contents"
+    );
     assert_eq!(
         fetch_all_offsets(&mut client, "acks", 0).await,
         vec![0, 1, 2, 3, 4]
@@ -99,12 +111,37 @@ async fn batches_kafkas_log_validator_refuses_leave_the_log_intact() {
     let good = batch(4, Compression::None, now_ms()).to_vec();
     let compressed = batch(4, Compression::Gzip, now_ms()).to_vec();
 
-    // Produce v3+ carries only magic 2 batches (the magic byte is outside the CRC).
-    for magic in [0u8, 1, 3] {
-        let mut old = good.clone();
-        old[MAGIC] = magic;
-        let refused = produce(&mut client, 9, "rules", 0, old.into()).await;
-        assert_eq!(refused.error_code, INVALID_RECORD, "magic {magic}");
+    // Produce v3+ carries only magic 2 batches (the magic byte is outside the CRC); a magic
+    // no format has is a corrupt batch.
+    for (magic, error_code) in [
+        (0u8, INVALID_RECORD),
+        (1, INVALID_RECORD),
+        (3, CORRUPT_MESSAGE),
+        (0xff, CORRUPT_MESSAGE),
+    ] {
+        let mut other = good.clone();
+        other[MAGIC] = magic;
+        let refused = produce(&mut client, 9, "rules", 0, other.into()).await;
+        assert_eq!(refused.error_code, error_code, "magic {magic}");
+    }
+
+    // No whole batch: INVALID_RECORD; a size field no batch can have: CORRUPT_MESSAGE.
+    for cut in [1, 40, good.len() - 11] {
+        let truncated = Bytes::copy_from_slice(&good[..good.len() - cut]);
+        let refused = produce(&mut client, 9, "rules", 0, truncated).await;
+        assert_eq!(
+            refused.error_code, INVALID_RECORD,
+            "batch short by {cut} bytes"
+        );
+    }
+    for size_field in [-3i32, 5, 40] {
+        let mut lying = good.clone();
+        lying[BATCH_LENGTH..BATCH_LENGTH + 4].copy_from_slice(&size_field.to_be_bytes());
+        let refused = produce(&mut client, 9, "rules", 0, lying.into()).await;
+        assert_eq!(
+            refused.error_code, CORRUPT_MESSAGE,
+            "size field {size_field}"
+        );
     }
 
     // lastOffsetDelta + 1 must equal the record count, compressed or not.
@@ -158,4 +195,39 @@ async fn records_older_than_timestamp_before_max_ms_are_refused() {
     )
     .await;
     assert_eq!((recent.error_code, recent.base_offset), (0, 4));
+}
+
+/// Bytes after the batch that do not form a whole second batch are dropped, as Kafka's batch
+/// iterator stops at them and its append trims them; a whole second batch is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trailing_bytes_that_are_not_a_batch_are_dropped() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    topic_with_three_records(&mut client, "tail").await;
+    let two = batch(2, Compression::None, now_ms());
+    let next = batch(3, Compression::None, now_ms());
+    for tail in [&[0u8, 0, 0, 0, 1][..], &next[..30], &next[..next.len() - 1]] {
+        let mut records = two.to_vec();
+        records.extend_from_slice(tail);
+        let stored = produce(&mut client, 9, "tail", 0, records.into()).await;
+        assert_eq!(stored.error_code, 0, "{} trailing bytes", tail.len());
+    }
+    let mut whole = two.to_vec();
+    whole.extend_from_slice(&next);
+    let refused = produce(&mut client, 9, "tail", 0, whole.into()).await;
+    assert_eq!(refused.error_code, INVALID_RECORD, "two whole batches");
+    assert_eq!(
+        fetch_all_offsets(&mut client, "tail", 0).await,
+        (0..9).collect::<Vec<_>>(),
+        "three batches of two were stored, and nothing of their tails"
+    );
+    let last = produce(
+        &mut client,
+        9,
+        "tail",
+        0,
+        batch(1, Compression::None, now_ms()),
+    )
+    .await;
+    assert_eq!((last.error_code, last.base_offset), (0, 9));
 }

@@ -96,7 +96,7 @@ async fn a_connection_stops_being_read_at_its_in_flight_bound() {
     let parked = client.frame(ApiKey::Fetch, 12, &parked_fetch());
     let read = client.frame(ApiKey::Produce, 9, &large());
     let expected = pipeline(&mut client, vec![parked, read]).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let mut other = broker.client().await;
     let waiting = other.frame(ApiKey::Produce, 9, &large());
     pipeline(&mut other, vec![waiting]).await;
@@ -118,7 +118,7 @@ async fn a_connection_stops_being_read_at_its_in_flight_bound() {
     let second = client.frame(ApiKey::Fetch, 12, &parked_fetch());
     let unread = client.frame(ApiKey::Produce, 9, &large());
     let expected = pipeline(&mut client, vec![first, second, unread]).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let served = other.frame(ApiKey::Produce, 9, &large());
     pipeline(&mut other, vec![served]).await;
     assert!(

@@ -162,6 +162,38 @@ async fn metadata_auto_creates_and_topic_ids_survive_restart() {
     assert_eq!(response.topics[0].error_code, 3);
 }
 
+/// With `auto.create.topics.enable=false`, a Metadata request that allows auto-creation gets
+/// UNKNOWN_TOPIC_OR_PARTITION for an unknown topic, and no topic is created (Metadata v4+ and
+/// v0-v3, which always asked to create).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_creates_nothing_when_auto_create_is_disabled() {
+    let broker = TestBroker::start(&[("auto.create.topics.enable", "false")]).await;
+    let mut client = broker.client().await;
+    for version in [1, 4, 12] {
+        let request = MetadataRequest::default()
+            .with_topics(Some(vec![MetadataRequestTopic::default()
+                .with_name(Some(name("unknown")))
+                .with_topic_id(uuid::Uuid::nil())]))
+            .with_allow_auto_topic_creation(true);
+        let response: MetadataResponse = client.call(ApiKey::Metadata, version, &request).await;
+        assert_eq!(response.topics.len(), 1);
+        assert_eq!(
+            response.topics[0].error_code, 3,
+            "v{version}: UNKNOWN_TOPIC_OR_PARTITION"
+        );
+        assert!(response.topics[0].partitions.is_empty());
+    }
+    let all: MetadataResponse = client
+        .call(
+            ApiKey::Metadata,
+            12,
+            &MetadataRequest::default().with_topics(None),
+        )
+        .await;
+    assert!(all.topics.is_empty(), "no topic was created");
+    assert!(!broker.dir.path().join("unknown-0").exists());
+}
+
 fn creatable(n: &str, partitions: i32, replication: i16) -> CreatableTopic {
     CreatableTopic::default()
         .with_name(name(n))

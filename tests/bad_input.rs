@@ -3,9 +3,12 @@
 
 mod common;
 
+use common::data::{create_topic, fetch_all_offsets, produce, produce_request};
 use common::groups::{self, join_request};
-use common::{Client, TestBroker};
+use common::{batch, now_ms, Client, TestBroker};
 use kafka_protocol::messages::*;
+use kafka_protocol::records::Compression;
+use tokio::io::AsyncWriteExt;
 
 #[global_allocator]
 static ALLOCATOR: sluice::alloc_guard::GuardedAllocator = sluice::alloc_guard::GuardedAllocator;
@@ -24,6 +27,38 @@ async fn assert_still_serving(broker: &TestBroker) {
     assert_eq!(response.error_code, 0);
 }
 
+/// Records stored before the bad input: topic "kept", offsets 0..20 on partition 0 (an
+/// uncompressed and a zstd batch) and 0..5 on partition 1 (gzip).
+async fn store_records(broker: &TestBroker) {
+    let mut client = broker.client().await;
+    create_topic(&mut client, "kept", 2).await;
+    for (partition, count, codec) in [
+        (0, 10, Compression::None),
+        (0, 10, Compression::Zstd),
+        (1, 5, Compression::Gzip),
+    ] {
+        let stored = produce(
+            &mut client,
+            9,
+            "kept",
+            partition,
+            batch(count, codec, now_ms()),
+        )
+        .await;
+        assert_eq!(stored.error_code, 0);
+    }
+}
+
+/// Every record stored by `store_records` is still fetchable, and nothing was added.
+async fn assert_nothing_lost(broker: &TestBroker, what: &str) {
+    let mut client = broker.client().await;
+    let offsets = fetch_all_offsets(&mut client, "kept", 0).await;
+    assert_eq!(offsets, (0..20).collect::<Vec<_>>(), "after {what}");
+    let offsets = fetch_all_offsets(&mut client, "kept", 1).await;
+    assert_eq!(offsets, (0..5).collect::<Vec<_>>(), "after {what}");
+}
+
+/// The bad input closes its connection, the broker serves others, and stored data is intact.
 async fn assert_closes(broker: &TestBroker, bytes: &[u8], what: &str) {
     let mut client = Client::connect(broker.addr()).await;
     client.send_raw(bytes).await;
@@ -32,6 +67,7 @@ async fn assert_closes(broker: &TestBroker, bytes: &[u8], what: &str) {
         "{what}: connection should be closed"
     );
     assert_still_serving(broker).await;
+    assert_nothing_lost(broker, what).await;
 }
 
 fn framed(body: &[u8]) -> Vec<u8> {
@@ -43,6 +79,7 @@ fn framed(body: &[u8]) -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_frames_close_only_their_connection() {
     let broker = TestBroker::start(&[("socket.request.max.bytes", "1048576")]).await;
+    store_records(&broker).await;
     assert_closes(&broker, &[0x7f, 0xff, 0xff, 0xff], "oversized frame").await;
     assert_closes(&broker, &[0xff, 0xff, 0xff, 0xf0], "negative size").await;
     assert_closes(&broker, &framed(&[1, 2, 3]), "frame shorter than a header").await;
@@ -79,6 +116,7 @@ async fn malformed_frames_close_only_their_connection() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn huge_announced_array_lengths_do_not_abort_the_broker() {
     let broker = TestBroker::start(&[]).await;
+    store_records(&broker).await;
     // Metadata v4: header (key 3, v4, correlation 1, client id null), then topics count 2^31-1.
     let mut body = vec![0, 3, 0, 4, 0, 0, 0, 1, 0xff, 0xff];
     body.extend_from_slice(&i32::MAX.to_be_bytes());
@@ -93,6 +131,38 @@ async fn huge_announced_array_lengths_do_not_abort_the_broker() {
     ];
     body.extend_from_slice(&[0xfe, 0xff, 0xff, 0xff, 0x0f]);
     assert_closes(&broker, &framed(&body), "produce with a huge topic count").await;
+}
+
+/// Produce requests that never arrive whole: a frame larger than `socket.request.max.bytes`,
+/// and a frame cut off mid-batch by the client closing its connection. Neither appends
+/// anything, and what was stored before is all still there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_and_truncated_produces_store_nothing() {
+    let broker = TestBroker::start(&[("socket.request.max.bytes", "1048576")]).await;
+    store_records(&broker).await;
+    let mut client = broker.client().await;
+
+    let oversized = produce_request(-1, "kept", 0, batch(60_000, Compression::None, now_ms()));
+    let (_, frame) = client.frame(ApiKey::Produce, 9, &oversized);
+    assert!(frame.len() > 1_048_576 + 4);
+    // The broker closes after reading the size, so the rest of the write may fail.
+    let sent = client.try_send_raw(&frame).await;
+    assert!(
+        sent.is_err() || client.is_closed().await,
+        "oversized produce: connection should be closed"
+    );
+    assert_nothing_lost(&broker, "an oversized produce").await;
+
+    for cut in [4, 30, 100] {
+        let mut client = broker.client().await;
+        let request = produce_request(-1, "kept", 1, batch(10, Compression::None, now_ms()));
+        let (_, frame) = client.frame(ApiKey::Produce, 9, &request);
+        client.send_raw(&frame[..frame.len() - cut]).await;
+        client.stream.shutdown().await.unwrap();
+        assert!(client.is_closed().await, "truncated by {cut}: closed");
+        assert_nothing_lost(&broker, "a truncated produce").await;
+    }
+    assert_still_serving(&broker).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -134,6 +204,7 @@ async fn join_group_larger_than_the_request_limit_closes_only_its_connection() {
         ("group.initial.rebalance.delay.ms", "0"),
     ])
     .await;
+    store_records(&broker).await;
     let mut other = broker.client().await;
     let (member_id, generation_id) = groups::form_group(&mut other, "other").await;
 
@@ -160,6 +231,7 @@ async fn join_group_larger_than_the_request_limit_closes_only_its_connection() {
     );
     let code = groups::heartbeat(&mut other, "other", &member_id, generation_id).await;
     assert_eq!(code, 0, "the other group is unaffected");
+    assert_nothing_lost(&broker, "an oversized JoinGroup").await;
 }
 
 /// Kafka's answers when a group outgrows its limits: with `group.max.size` members already

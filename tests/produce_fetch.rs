@@ -5,92 +5,14 @@ mod common;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use common::data::{
+    create_topic, decode_offsets_and_values, fetch, fetch_request, produce, topic_name,
+};
 use common::{batch, now_ms, Client, TestBroker};
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{Compression, RecordBatchDecoder};
-
-fn topic_name(name: &str) -> TopicName {
-    TopicName(StrBytes::from_string(name.to_string()))
-}
-
-pub async fn create_topic(client: &mut Client, name: &str, partitions: i32) {
-    let request = CreateTopicsRequest::default().with_topics(vec![
-        create_topics_request::CreatableTopic::default()
-            .with_name(topic_name(name))
-            .with_num_partitions(partitions)
-            .with_replication_factor(-1),
-    ]);
-    let response: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 7, &request).await;
-    assert_eq!(
-        response.topics[0].error_code, 0,
-        "{:?}",
-        response.topics[0].error_message
-    );
-}
-
-async fn produce(
-    client: &mut Client,
-    version: i16,
-    topic: &str,
-    partition: i32,
-    records: Bytes,
-) -> produce_response::PartitionProduceResponse {
-    let request = ProduceRequest::default()
-        .with_acks(-1)
-        .with_timeout_ms(5000)
-        .with_topic_data(vec![TopicProduceData::default()
-            .with_name(topic_name(topic))
-            .with_partition_data(vec![PartitionProduceData::default()
-                .with_index(partition)
-                .with_records(Some(records))])]);
-    let mut response: ProduceResponse = client.call(ApiKey::Produce, version, &request).await;
-    response.responses.remove(0).partition_responses.remove(0)
-}
-
-fn fetch_request(
-    topic: &str,
-    partition: i32,
-    offset: i64,
-    max_wait_ms: i32,
-    partition_max_bytes: i32,
-) -> FetchRequest {
-    FetchRequest::default()
-        .with_replica_id(BrokerId(-1))
-        .with_max_wait_ms(max_wait_ms)
-        .with_min_bytes(1)
-        .with_max_bytes(50 << 20)
-        .with_session_epoch(-1)
-        .with_topics(vec![FetchTopic::default()
-            .with_topic(topic_name(topic))
-            .with_partitions(vec![FetchPartition::default()
-                .with_partition(partition)
-                .with_fetch_offset(offset)
-                .with_current_leader_epoch(-1)
-                .with_partition_max_bytes(partition_max_bytes)])])
-}
-
-async fn fetch(client: &mut Client, request: &FetchRequest) -> fetch_response::PartitionData {
-    let mut response: FetchResponse = client.call(ApiKey::Fetch, 12, request).await;
-    assert_eq!(response.error_code, 0);
-    response.responses.remove(0).partitions.remove(0)
-}
-
-fn decode_offsets_and_values(mut records: Bytes) -> Vec<(i64, Bytes)> {
-    let mut out = Vec::new();
-    while !records.is_empty() {
-        let set = RecordBatchDecoder::decode(&mut records).unwrap();
-        out.extend(
-            set.records
-                .into_iter()
-                .map(|r| (r.offset, r.value.unwrap())),
-        );
-    }
-    out
-}
+use kafka_protocol::records::Compression;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn produce_then_fetch_round_trips_every_codec_and_survives_restart() {

@@ -15,7 +15,7 @@ from records import expected_by_partition, record
 from segments import mostly_codec, partition_batches, records_by_codec
 
 PARTITIONS = 4
-RECORDS = 20_000
+RECORDS = 100_000
 
 
 def create_topic_kp(bootstrap, topic, partitions):

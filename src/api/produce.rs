@@ -1,6 +1,8 @@
 //! Produce (0): validate each partition's one batch, append it verbatim (base offset and leader
 //! epoch stamped in place by the log), and answer with its base offset. acks=0 gets no response,
 //! and an error under acks=0 closes the connection so the client notices, as Kafka does.
+//! Each partition's errors come in Kafka's order: unknown topic or partition, the batch's
+//! framing, acks, the topic's writability, then the batch's contents.
 //! After the appends the request is charged to the client's `producer_byte_rate` (its size) and,
 //! unless acks=0, `request_percentage` (the handler's time); the larger throttle is answered.
 
@@ -13,7 +15,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use super::errors::{code, partition_error_code, NONE};
-use super::produce_validation::{validate, BatchLimits};
+use super::produce_validation::{validate, validate_framing, BatchLimits, Refused};
 use super::recompress;
 use super::{respond_throttled, Broker, Outcome};
 use crate::producer::{snapshot, SequenceCheck};
@@ -62,31 +64,30 @@ pub async fn handle(
             let partition = topic
                 .as_ref()
                 .and_then(|t| t.partition(data.index).map(|p| (t, p)));
-            match (acks, partition) {
-                // Only the group coordinator writes the offsets topic, as in Kafka.
-                (-1..=1, Some((topic, _))) if topic.name == CONSUMER_OFFSETS_TOPIC => {
-                    response.error_code = code(ResponseError::InvalidTopicException)
-                }
-                // The ISR of a single broker is itself: acks=all cannot meet a larger minimum.
-                (-1, Some((topic, _))) if topic.settings().min_insync_replicas > 1 => {
-                    response.error_code = code(ResponseError::NotEnoughReplicas)
-                }
-                (-1..=1, Some((topic, partition))) => {
-                    append_one(
-                        topic,
-                        partition,
-                        data.records,
-                        version,
-                        now_ms,
-                        &mut response,
-                    )
-                    .await;
-                    if response.error_code == NONE {
-                        partition.notify_appended();
+            match partition {
+                None => response.error_code = code(unknown),
+                Some((topic, partition)) => match admit(acks, topic, &data.records, version) {
+                    Err(refused) => {
+                        response.error_code = refused.error_code;
+                        if version >= 8 {
+                            response.error_message = Some(StrBytes::from_string(refused.message));
+                        }
                     }
-                }
-                (-1..=1, None) => response.error_code = code(unknown),
-                _ => response.error_code = code(ResponseError::InvalidRequiredAcks),
+                    Ok(()) => {
+                        append_one(
+                            topic,
+                            partition,
+                            data.records,
+                            version,
+                            now_ms,
+                            &mut response,
+                        )
+                        .await;
+                        if response.error_code == NONE {
+                            partition.notify_appended();
+                        }
+                    }
+                },
             }
             any_error |= response.error_code != NONE;
             partitions.push(response);
@@ -120,6 +121,38 @@ pub async fn handle(
         .with_responses(responses)
         .with_throttle_time_ms(throttle_ms);
     respond_throttled(correlation_id, version, &response, throttle_ms)
+}
+
+/// Kafka's checks on a known partition before its log is involved, in Kafka's order: the
+/// batch framing (`ProduceRequest.validateRecords`), then acks, then whether the topic may be
+/// written with them. The batch's contents are checked by `validate` in `append_one`.
+fn admit(acks: i16, topic: &Topic, records: &Option<Bytes>, version: i16) -> Result<(), Refused> {
+    validate_framing(records.as_deref().unwrap_or_default(), version)?;
+    let refuse = |error: ResponseError, message: &str| Refused {
+        error_code: code(error),
+        message: message.to_string(),
+    };
+    if !(-1..=1).contains(&acks) {
+        return Err(refuse(
+            ResponseError::InvalidRequiredAcks,
+            "acks must be -1, 0 or 1",
+        ));
+    }
+    // Only the group coordinator writes the offsets topic, as in Kafka.
+    if topic.name == CONSUMER_OFFSETS_TOPIC {
+        return Err(refuse(
+            ResponseError::InvalidTopicException,
+            "clients may not write the offsets topic",
+        ));
+    }
+    // The ISR of a single broker is itself: acks=all cannot meet a larger minimum.
+    if acks == -1 && topic.settings().min_insync_replicas > 1 {
+        return Err(refuse(
+            ResponseError::NotEnoughReplicas,
+            "min.insync.replicas is larger than the single broker's ISR",
+        ));
+    }
+    Ok(())
 }
 
 fn snapshot_at_roll(dir: &std::path::Path, state: &PartitionState) {
@@ -170,6 +203,8 @@ async fn append_one(
             return;
         }
     };
+    // Bytes after the batch that are not a whole batch are not stored (Kafka trims them).
+    let records = records.slice(..header.total_size());
     // The topic's compression.type, when it names another codec (recompress.rs).
     let records = match recompress::to_topic_codec(records, &header, &settings) {
         Ok(records) => records,

@@ -1,7 +1,9 @@
-//! The checks Kafka's `LogValidator` makes on a produced batch before it is appended (digest
-//! §1.5), in Kafka's order and with Kafka's error codes. Every batch has its records walked
-//! (framing, count, offset deltas, timestamps), compressed ones through a streaming, bounded
-//! decompressor that keeps nothing: the batch is still stored exactly as it arrived.
+//! The checks Kafka makes on a produced batch before it is appended (digest §1.5), in Kafka's
+//! order and with Kafka's error codes: the request-level framing of `ProduceRequest`
+//! (`validate_framing`, which Kafka applies before acks), then `LogValidator`'s. Every batch
+//! has its records walked (framing, count, offset deltas, timestamps), compressed ones through
+//! a streaming, bounded decompressor that keeps nothing: the batch is still stored exactly as
+//! it arrived.
 
 use kafka_protocol::ResponseError;
 
@@ -35,47 +37,90 @@ fn refuse(error: ResponseError, message: impl Into<String>) -> Refused {
 
 const ZSTD: u8 = 4;
 
-/// Validates the records of one partition of a Produce request: exactly one v2 batch.
-pub fn validate(records: &[u8], limits: &BatchLimits) -> Result<BatchHeader, Refused> {
-    if records.is_empty() {
+/// The smallest batch size field Kafka's batch iterator accepts (a v0 message's overhead); a
+/// smaller one is corrupt rather than incomplete.
+const MIN_BATCH_SIZE_FIELD: i32 = 14;
+/// Bytes up to and including the magic byte: the part of a batch every format shares.
+const HEADER_BYTES_UP_TO_MAGIC: usize = 17;
+
+/// Kafka's request-level checks (`ProduceRequest.validateRecords`, digest §1.5 step 1), which
+/// come before acks and before the log: there must be one whole batch, of magic 2, zstd only
+/// from Produce v7, and no second whole batch. Returns the first batch's size in bytes; bytes
+/// after it that do not form a whole batch are ignored (Kafka's batch iterator stops there and
+/// the append trims them).
+pub fn validate_framing(records: &[u8], produce_version: i16) -> Result<usize, Refused> {
+    let Some(batch_bytes) = whole_batch_at(records, 0)? else {
         return Err(refuse(
             ResponseError::InvalidRecord,
-            "produce request has no record batch",
+            "produce request has no whole record batch",
         ));
-    }
-    if records.len() < RECORD_BATCH_OVERHEAD {
-        return Err(refuse(
-            ResponseError::CorruptMessage,
-            "record batch shorter than its header",
-        ));
-    }
+    };
     if records[16] != 2 {
         return Err(refuse(
             ResponseError::InvalidRecord,
             format!("magic {} is not supported; only 2", records[16]),
         ));
     }
-    let header = BatchHeader::parse(records)
-        .map_err(|e| refuse(ResponseError::CorruptMessage, e.to_string()))?;
-    let batch_length = header.batch_length as i64 + LOG_OVERHEAD as i64;
-    if header.batch_length < 0 || batch_length > records.len() as i64 {
-        return Err(refuse(
-            ResponseError::CorruptMessage,
-            "record batch length runs past the request",
-        ));
-    }
-    if batch_length < records.len() as i64 {
-        return Err(refuse(
-            ResponseError::InvalidRecord,
-            "more than one record batch in a partition's produce data",
-        ));
-    }
-    if header.compression() == ZSTD && limits.produce_version < 7 {
+    // The codec is the low three bits of the attributes (bytes 21..23, big-endian).
+    let compression = records.get(22).map_or(0, |attributes| attributes & 0x07);
+    if compression == ZSTD && produce_version < 7 {
         return Err(refuse(
             ResponseError::UnsupportedCompressionType,
             "zstd needs Produce v7 or later",
         ));
     }
+    if whole_batch_at(records, batch_bytes)?.is_some() {
+        return Err(refuse(
+            ResponseError::InvalidRecord,
+            "more than one record batch in a partition's produce data",
+        ));
+    }
+    Ok(batch_bytes)
+}
+
+/// The size of the whole batch starting at `position`, as Kafka's batch iterator sees it: None
+/// when the bytes left cannot hold it, CORRUPT_MESSAGE for a size or magic no batch can have.
+fn whole_batch_at(records: &[u8], position: usize) -> Result<Option<usize>, Refused> {
+    let rest = &records[position.min(records.len())..];
+    if rest.len() < LOG_OVERHEAD {
+        return Ok(None);
+    }
+    let size_field = i32::from_be_bytes([rest[8], rest[9], rest[10], rest[11]]);
+    if size_field < MIN_BATCH_SIZE_FIELD {
+        return Err(refuse(
+            ResponseError::CorruptMessage,
+            format!("record batch size {size_field} is below the minimum {MIN_BATCH_SIZE_FIELD}"),
+        ));
+    }
+    let batch_bytes = size_field as usize + LOG_OVERHEAD;
+    if rest.len() < batch_bytes.max(HEADER_BYTES_UP_TO_MAGIC) {
+        return Ok(None);
+    }
+    let magic = rest[16] as i8;
+    if !(0..=2).contains(&magic) {
+        return Err(refuse(
+            ResponseError::CorruptMessage,
+            format!("record batch has an invalid magic {magic}"),
+        ));
+    }
+    Ok(Some(batch_bytes))
+}
+
+/// Validates the records of one partition of a Produce request: exactly one v2 batch (bytes
+/// after it that are not a whole batch are left out of the returned header's size, and the
+/// caller stores only the batch).
+pub fn validate(records: &[u8], limits: &BatchLimits) -> Result<BatchHeader, Refused> {
+    let batch_bytes = validate_framing(records, limits.produce_version)?;
+    let records = &records[..batch_bytes];
+    if records.len() < RECORD_BATCH_OVERHEAD {
+        return Err(refuse(
+            ResponseError::CorruptMessage,
+            "record batch shorter than its header",
+        ));
+    }
+    let header = BatchHeader::parse(records)
+        .map_err(|e| refuse(ResponseError::CorruptMessage, e.to_string()))?;
+    let batch_length = header.batch_length as i64 + LOG_OVERHEAD as i64;
     if header.compression() > ZSTD {
         return Err(refuse(
             ResponseError::CorruptMessage,

@@ -1,7 +1,10 @@
-//! One client connection. A reader reads frames ahead into a bounded queue and stops reading the
-//! socket when the queue is full, so TCP pushes back on the client. A processor takes requests
+//! One client connection. A reader reads frames ahead into a queue; a processor takes requests
 //! one at a time, in order, and writes each response before handling the next: responses are
 //! never reordered and a partition sees one connection's produces in the order they were sent.
+//! A request holds one of `sluice.max.in.flight.requests.per.connection` slots from before its
+//! frame is read until its response is written, so with every slot taken the socket is not
+//! read and TCP pushes back on the client (with 1, a connection is served as Kafka serves it:
+//! the next request is read only after the previous one is answered).
 //!
 //! Two things stop a connection's reader. Broker-wide request memory: after a frame's size is
 //! read and before its body is allocated, the reader takes that many byte permits from the
@@ -36,8 +39,9 @@ pub async fn serve_connection(
     let _ = stream.set_nodelay(true);
     let (read_half, mut write_half) = stream.into_split();
     let peer_for_processor = peer.clone();
-    let (queue, mut queued) =
-        mpsc::channel::<ReadRequest>(broker.config.max_in_flight_requests_per_connection);
+    let max_in_flight = broker.config.max_in_flight_requests_per_connection;
+    let (queue, mut queued) = mpsc::channel::<ReadRequest>(max_in_flight);
+    let in_flight = Arc::new(Semaphore::new(max_in_flight));
     let max_frame_bytes = broker.config.socket_request_max_bytes;
     let memory = broker.request_memory.clone();
     let mute = Mute::default();
@@ -49,8 +53,10 @@ pub async fn serve_connection(
         loop {
             let frame = tokio::select! {
                 frame = async {
+                    let slot = in_flight.clone().acquire_owned().await;
+                    let slot = slot.map_err(|_| FrameError::Io(std::io::Error::other("closed")))?;
                     mute.wait().await;
-                    read_request(&mut read_half, max_frame_bytes, memory.as_ref()).await
+                    read_request(&mut read_half, max_frame_bytes, memory.as_ref(), slot).await
                 } => frame,
                 _ = shutdown.changed() => return,
             };
@@ -69,10 +75,16 @@ pub async fn serve_connection(
         }
     };
     let processor = async {
-        while let Some(ReadRequest { frame, memory }) = queued.recv().await {
+        while let Some(ReadRequest {
+            frame,
+            memory,
+            in_flight,
+        }) = queued.recv().await
+        {
             let processed = process(&broker, frame, &mut write_half, &peer_for_processor).await;
-            // The response is written (or never will be): the request's memory is free.
-            drop(memory);
+            // The response is written (or never will be): the request's memory and its
+            // in-flight slot are free, and the reader may read the next request.
+            drop((memory, in_flight));
             match processed {
                 Ok(None) => {}
                 Ok(Some(throttle)) => mute.hold(throttle, &mut processor_shutdown).await,
@@ -91,17 +103,21 @@ pub async fn serve_connection(
     }
 }
 
-/// A request frame and the share of `queued.max.request.bytes` it holds until answered.
+/// A request frame and what it holds until answered: its share of `queued.max.request.bytes`
+/// and one of the connection's in-flight slots.
 struct ReadRequest {
     frame: Bytes,
     memory: Option<OwnedSemaphorePermit>,
+    in_flight: OwnedSemaphorePermit,
 }
 
-/// Reads the next frame, waiting for request memory between its size and its body.
+/// Reads the next frame into the in-flight slot taken for it, waiting for request memory
+/// between its size and its body.
 async fn read_request<R: AsyncRead + Unpin>(
     reader: &mut R,
     max_frame_bytes: usize,
     memory: Option<&Arc<Semaphore>>,
+    in_flight: OwnedSemaphorePermit,
 ) -> Result<Option<ReadRequest>, FrameError> {
     let Some(len) = read_frame_size(reader, max_frame_bytes).await? else {
         return Ok(None);
@@ -117,7 +133,11 @@ async fn read_request<R: AsyncRead + Unpin>(
         None => None,
     };
     let frame = read_frame_body(reader, len).await?;
-    Ok(Some(ReadRequest { frame, memory }))
+    Ok(Some(ReadRequest {
+        frame,
+        memory,
+        in_flight,
+    }))
 }
 
 /// Until when a throttled connection is muted (KIP-219).

@@ -60,6 +60,7 @@ async fn controller_mutation_rate_refuses_topics_at_strict_versions() {
     // the partitions takes time).
     let response = create_topics(&mut mutator, 7, &[("wide", 12), ("late", 1)]).await;
     assert_eq!(response.topics[0].error_code, 0);
+    assert_eq!(response.topics[0].error_message, None, "null, as in Kafka");
     assert_eq!(response.topics[1].error_code, THROTTLING_QUOTA_EXCEEDED);
     // Kafka sends no message that only repeats the error's own.
     assert_eq!(response.topics[1].error_message, None);

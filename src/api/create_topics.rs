@@ -33,7 +33,10 @@ pub fn handle(
         .topics
         .into_iter()
         .map(|topic| {
-            let mut result = CreatableTopicResult::default().with_name(topic.name.clone());
+            // kafka-protocol defaults the message to ""; Kafka sends null for a created topic.
+            let mut result = CreatableTopicResult::default()
+                .with_name(topic.name.clone())
+                .with_error_message(None);
             let outcome = if duplicated.contains(topic.name.as_str()) {
                 Err((
                     code(ResponseError::InvalidRequest),

@@ -1,72 +1,26 @@
 //! Client quotas and request memory over real sockets: AlterClientQuotas / DescribeClientQuotas
-//! (round trip, restart, Kafka's error codes), a produce flood and a fetch that get throttled
-//! and muted, and connections that stop being read when `queued.max.request.bytes` is in use.
+//! (round trip, restart, Kafka's error codes), a produce flood, a fetch and a stream of small
+//! requests (`request_percentage`) that get throttled and muted, and connections that stop
+//! being read when `queued.max.request.bytes` is in use.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
+use common::quotas::{alter, entity, remove, s, set};
 use common::{Client, TestBroker};
-use kafka_protocol::messages::alter_client_quotas_request::{EntityData, EntryData, OpData};
 use kafka_protocol::messages::describe_client_quotas_request::ComponentData;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{Decodable, StrBytes};
+use kafka_protocol::protocol::Decodable;
 use kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 
 /// The client id `common::Client` sends.
 const CLIENT_ID: &str = "sluice-test";
-
-fn s(text: &str) -> StrBytes {
-    StrBytes::from_string(text.to_string())
-}
-
-fn entity(parts: &[(&str, Option<&str>)]) -> Vec<EntityData> {
-    parts
-        .iter()
-        .map(|(kind, name)| {
-            EntityData::default()
-                .with_entity_type(s(kind))
-                .with_entity_name(name.map(s))
-        })
-        .collect()
-}
-
-fn set(key: &str, value: f64) -> OpData {
-    OpData::default().with_key(s(key)).with_value(value)
-}
-
-fn remove(key: &str) -> OpData {
-    OpData::default().with_key(s(key)).with_remove(true)
-}
-
-async fn alter(
-    client: &mut Client,
-    version: i16,
-    entries: Vec<(Vec<EntityData>, Vec<OpData>)>,
-    validate_only: bool,
-) -> Vec<(i16, Option<String>)> {
-    let request = AlterClientQuotasRequest::default()
-        .with_validate_only(validate_only)
-        .with_entries(
-            entries
-                .into_iter()
-                .map(|(e, ops)| EntryData::default().with_entity(e).with_ops(ops))
-                .collect(),
-        );
-    let response: AlterClientQuotasResponse = client
-        .call(ApiKey::AlterClientQuotas, version, &request)
-        .await;
-    response
-        .entries
-        .into_iter()
-        .map(|e| (e.error_code, e.error_message.map(|m| m.to_string())))
-        .collect()
-}
 
 fn component(kind: &str, match_type: i8, name: Option<&str>) -> ComponentData {
     ComponentData::default()
@@ -208,6 +162,22 @@ async fn bad_input_gets_kafkas_error_codes() {
         (app(), vec![set("consumer_byte_rate", 10.5)], "fractional"),
         (app(), vec![set("producer_byte_rate", 1e30)], "too large"),
         (
+            app(),
+            vec![set("producer_byte_rate", f64::INFINITY)],
+            "too large for a LONG",
+        ),
+        // Kafka stores NaN; sluice refuses it (no rate compares with it).
+        (
+            app(),
+            vec![set("request_percentage", f64::NAN)],
+            "must be a number",
+        ),
+        (
+            app(),
+            vec![set("connection_creation_rate", 1.0)],
+            "Invalid configuration key connection_creation_rate",
+        ),
+        (
             entity(&[("group", Some("g"))]),
             vec![set("producer_byte_rate", 1.0)],
             "entity type",
@@ -230,6 +200,15 @@ async fn bad_input_gets_kafkas_error_codes() {
         &mut client,
         1,
         vec![(app(), vec![set("producer_byte_rate", 5.0)])],
+        true,
+    )
+    .await;
+    assert_eq!(results, vec![(0, None)]);
+    // An infinite DOUBLE quota is no limit, and Kafka accepts it.
+    let results = alter(
+        &mut client,
+        1,
+        vec![(app(), vec![set("request_percentage", f64::INFINITY)])],
         true,
     )
     .await;
@@ -366,6 +345,73 @@ async fn a_produce_flood_is_throttled_and_its_connection_muted() {
         )
         .await;
     assert!(response.throttle_time_ms > 0, "the rate is per client id");
+}
+
+/// Sends Metadata v12 (which has `throttle_time_ms`); returns the throttle and the round trip.
+async fn metadata_round_trip(client: &mut Client) -> (i32, Duration) {
+    let started = Instant::now();
+    let response: MetadataResponse = client
+        .call(ApiKey::Metadata, 12, &MetadataRequest::default())
+        .await;
+    (response.throttle_time_ms, started.elapsed())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_percentage_throttles_any_response_and_mutes() {
+    let broker = TestBroker::start(&[]).await;
+    let mut admin = broker.client().await;
+    // 0.001% of a thread: 10 µs of handler time per second, 100 µs over the 10 s window.
+    let quota = entity(&[("client-id", Some("hammer"))]);
+    let results = alter(
+        &mut admin,
+        1,
+        vec![(quota, vec![set("request_percentage", 0.001)])],
+        false,
+    )
+    .await;
+    assert_eq!(results, vec![(0, None)]);
+
+    let mut hammer = broker.client().await;
+    hammer.client_id = "hammer";
+    let mut first_throttle_ms = 0;
+    let mut throttle_ms = 0;
+    for _ in 0..5_000 {
+        (throttle_ms, _) = metadata_round_trip(&mut hammer).await;
+        if first_throttle_ms == 0 {
+            first_throttle_ms = throttle_ms;
+        }
+        // Kafka caps a request-time throttle at one quota window; the rate only grows.
+        assert!(throttle_ms <= 1000, "{throttle_ms}");
+        if throttle_ms == 1000 {
+            break;
+        }
+    }
+    assert!(first_throttle_ms > 0, "never throttled");
+    assert_eq!(throttle_ms, 1000, "the throttle reaches the one-window cap");
+
+    // The response came at once; the connection is muted: the next one waits out the throttle,
+    // and, still over the quota, carries a throttle time of its own.
+    let started = Instant::now();
+    let response: ApiVersionsResponse = hammer
+        .call(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default())
+        .await;
+    let waited = started.elapsed();
+    let throttle = Duration::from_millis(throttle_ms as u64);
+    assert!(waited + Duration::from_millis(50) >= throttle, "{waited:?}");
+    assert!(waited < throttle + Duration::from_secs(2), "{waited:?}");
+    assert!(
+        response.throttle_time_ms > 0,
+        "ApiVersions v3 carries it too"
+    );
+
+    // Another client id is neither throttled nor muted.
+    let mut bystander = broker.client().await;
+    bystander.client_id = "bystander";
+    for _ in 0..20 {
+        let (throttle, waited) = metadata_round_trip(&mut bystander).await;
+        assert_eq!(throttle, 0);
+        assert!(waited < Duration::from_millis(500), "{waited:?}");
+    }
 }
 
 fn fetch_request(offset: i64, partition_max_bytes: i32) -> FetchRequest {

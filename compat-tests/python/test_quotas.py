@@ -89,6 +89,60 @@ def test_kafka_configs_alter_and_describe(broker):
         "consumer_byte_rate": 2097152.0}
 
 
+def describe_until(bootstrap, expected, *args):
+    """kafka-configs --describe until `expected` is in its output (Kafka's brokers see a quota
+    once its metadata record arrives); return the last output."""
+    out = ""
+    for _ in range(5):
+        out = kafka_configs(bootstrap, "--describe", *args)
+        if expected in out:
+            break
+        time.sleep(1)
+    return out
+
+
+def test_kafka_configs_users_and_ips(broker):
+    """ConfigCommand describes users with DescribeClientQuotas and then
+    DescribeUserScramCredentials; with no SCRAM credentials it prints only the quota lines."""
+    user, client = unique("user"), unique("user-client")
+    out = kafka_configs(broker.bootstrap, "--alter", "--entity-type", "users", "--entity-name",
+                        user, "--add-config",
+                        "producer_byte_rate=1048576,controller_mutation_rate=10")
+    assert f"Completed updating config for user {user}." in out, out
+    kafka_configs(broker.bootstrap, "--alter", "--entity-type", "users", "--entity-name", user,
+                  "--entity-type", "clients", "--entity-name", client,
+                  "--add-config", "consumer_byte_rate=2048")
+    user_values = {"producer_byte_rate": 1048576.0, "controller_mutation_rate": 10.0}
+
+    named = describe_until(broker.bootstrap, f"user-principal '{user}'",
+                           "--entity-type", "users", "--entity-name", user)
+    assert len(named.strip().splitlines()) == 1, named
+    assert f"Quota configs for user-principal '{user}' are " in named, named
+    assert quota_values(named) == user_values
+    every_user = kafka_configs(broker.bootstrap, "--describe", "--entity-type", "users")
+    lines = [line for line in every_user.splitlines() if f"'{user}'" in line]
+    assert len(lines) == 1 and quota_values(lines[0]) == user_values, every_user
+    assert "SCRAM" not in every_user and "client-id" not in every_user, every_user
+    both = kafka_configs(broker.bootstrap, "--describe", "--entity-type", "users", "--entity-name",
+                         user, "--entity-type", "clients", "--entity-name", client)
+    assert both.strip().splitlines() == [
+        f"Quota configs for user-principal '{user}', client-id '{client}' are "
+        "consumer_byte_rate=2048.0"], both
+
+    # ip entities take connection_creation_rate, and only that.
+    out = kafka_configs(broker.bootstrap, "--alter", "--entity-type", "ips", "--entity-name",
+                        "192.0.2.7", "--add-config", "connection_creation_rate=25")
+    assert "Completed updating config for ip 192.0.2.7." in out, out
+    described = describe_until(broker.bootstrap, "192.0.2.7",
+                               "--entity-type", "ips", "--entity-name", "192.0.2.7")
+    assert described.strip().splitlines() == [
+        "Quota configs for ip '192.0.2.7' are connection_creation_rate=25.0"], described
+    res = run_class(CONFIG_COMMAND, "--bootstrap-server", broker.bootstrap, "--alter",
+                    "--entity-type", "ips", "--entity-name", "192.0.2.7",
+                    "--add-config", "producer_byte_rate=5")
+    assert res.returncode != 0, f"producer_byte_rate on an ip was accepted:\n{res.stdout}"
+
+
 def assert_rate(label, total_bytes, seconds):
     rate = total_bytes / seconds
     print(f"{label}: {total_bytes} B in {seconds:.1f} s = {rate / RATE_BYTES_PER_S:.3f} of the quota")

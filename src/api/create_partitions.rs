@@ -3,13 +3,19 @@
 
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
-use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use super::errors::{code, topic_error_code};
-use super::Broker;
+use super::errors::{code, error_message, throttling_quota_exceeded, topic_error_code};
+use super::{throttled_body, Broker, Reply};
+use crate::quota::ControllerMutationQuota;
 
-pub fn handle(broker: &Broker, request: CreatePartitionsRequest) -> CreatePartitionsResponse {
+/// The partitions a topic gains are charged to the client's `controller_mutation_rate` before
+/// they are created, as Kafka's controller does (in `validate_only` too).
+pub fn handle(
+    broker: &Broker,
+    request: CreatePartitionsRequest,
+    mut quota: ControllerMutationQuota,
+) -> Reply {
     let node = broker.config.node_id;
     let results = request
         .topics
@@ -25,6 +31,10 @@ pub fn handle(broker: &Broker, request: CreatePartitionsRequest) -> CreatePartit
                     code(ResponseError::InvalidReplicaAssignment),
                     format!("new partitions must be assigned to broker {node} only"),
                 ))
+            } else if let Err(refused) =
+                charge(broker, &mut quota, topic.name.as_str(), topic.count)
+            {
+                Err(throttling_quota_exceeded(refused))
             } else {
                 broker
                     .logs
@@ -38,10 +48,30 @@ pub fn handle(broker: &Broker, request: CreatePartitionsRequest) -> CreatePartit
             };
             if let Err((error_code, message)) = outcome {
                 result.error_code = error_code;
-                result.error_message = Some(StrBytes::from_string(message));
+                result.error_message = error_message(error_code, message);
             }
             result
         })
         .collect();
-    CreatePartitionsResponse::default().with_results(results)
+    throttled_body(
+        CreatePartitionsResponse::default().with_results(results),
+        quota.throttle_time_ms(broker.clock.now_ms()),
+    )
+}
+
+/// Charges the partitions `name` would gain; a request that adds none (an unknown topic, a
+/// count that does not grow) is refused later and charges nothing.
+fn charge(
+    broker: &Broker,
+    quota: &mut ControllerMutationQuota,
+    name: &str,
+    count: i32,
+) -> Result<(), crate::quota::ThrottlingQuotaExceeded> {
+    let current = broker.logs.topic(name).map_or(count, |t| {
+        i32::try_from(t.partitions.len()).unwrap_or(i32::MAX)
+    });
+    if count > current {
+        quota.record(count - current, broker.clock.now_ms())?;
+    }
+    Ok(())
 }

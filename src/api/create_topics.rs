@@ -7,14 +7,21 @@ use std::collections::{BTreeMap, HashSet};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
-use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use super::errors::{code, topic_error_code};
-use super::Broker;
+use super::errors::{code, error_message, throttling_quota_exceeded, topic_error_code};
+use super::{throttled_body, Broker, Reply};
+use crate::quota::ControllerMutationQuota;
 use crate::storage::{validate_topic_name, TopicConfigs};
 
-pub fn handle(broker: &Broker, request: CreateTopicsRequest, version: i16) -> CreateTopicsResponse {
+/// Each topic's partitions are charged to the client's `controller_mutation_rate` once the
+/// topic is valid, as Kafka's controller does (in `validate_only` too).
+pub fn handle(
+    broker: &Broker,
+    request: CreateTopicsRequest,
+    version: i16,
+    mut quota: ControllerMutationQuota,
+) -> Reply {
     let mut seen = HashSet::new();
     let duplicated: HashSet<String> = request
         .topics
@@ -26,14 +33,17 @@ pub fn handle(broker: &Broker, request: CreateTopicsRequest, version: i16) -> Cr
         .topics
         .into_iter()
         .map(|topic| {
-            let mut result = CreatableTopicResult::default().with_name(topic.name.clone());
+            // kafka-protocol defaults the message to ""; Kafka sends null for a created topic.
+            let mut result = CreatableTopicResult::default()
+                .with_name(topic.name.clone())
+                .with_error_message(None);
             let outcome = if duplicated.contains(topic.name.as_str()) {
                 Err((
                     code(ResponseError::InvalidRequest),
                     format!("topic '{}' appears twice in the request", &*topic.name),
                 ))
             } else {
-                create_one(broker, &topic, request.validate_only)
+                create_one(broker, &topic, request.validate_only, &mut quota)
             };
             match outcome {
                 Ok((partitions, id)) => {
@@ -43,7 +53,7 @@ pub fn handle(broker: &Broker, request: CreateTopicsRequest, version: i16) -> Cr
                 }
                 Err((error_code, message)) => {
                     result.error_code = error_code;
-                    result.error_message = Some(StrBytes::from_string(message));
+                    result.error_message = error_message(error_code, message);
                     result.num_partitions = -1;
                     result.replication_factor = -1;
                 }
@@ -58,7 +68,10 @@ pub fn handle(broker: &Broker, request: CreateTopicsRequest, version: i16) -> Cr
             result
         })
         .collect();
-    CreateTopicsResponse::default().with_topics(topics)
+    throttled_body(
+        CreateTopicsResponse::default().with_topics(topics),
+        quota.throttle_time_ms(broker.clock.now_ms()),
+    )
 }
 
 type Created = (i32, uuid::Uuid);
@@ -67,6 +80,7 @@ fn create_one(
     broker: &Broker,
     topic: &CreatableTopic,
     validate_only: bool,
+    quota: &mut ControllerMutationQuota,
 ) -> Result<Created, (i16, String)> {
     let name = topic.name.as_str();
     validate_topic_name(name).map_err(|e| (topic_error_code(&e), e.to_string()))?;
@@ -101,6 +115,9 @@ fn create_one(
         .collect();
     let configs =
         TopicConfigs::validated(configs).map_err(|e| (topic_error_code(&e), e.to_string()))?;
+    quota
+        .record(partitions, broker.clock.now_ms())
+        .map_err(throttling_quota_exceeded)?;
     if validate_only {
         return Ok((partitions, uuid::Uuid::nil()));
     }

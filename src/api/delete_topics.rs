@@ -7,10 +7,18 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use uuid::Uuid;
 
-use super::errors::{code, topic_error_code};
-use super::Broker;
+use super::errors::{code, error_message, throttling_quota_exceeded, topic_error_code};
+use super::{throttled_body, Broker, Reply};
+use crate::quota::ControllerMutationQuota;
 
-pub fn handle(broker: &Broker, request: DeleteTopicsRequest, version: i16) -> DeleteTopicsResponse {
+/// A topic's partitions are charged to the client's `controller_mutation_rate` before it is
+/// deleted, as Kafka's controller does.
+pub fn handle(
+    broker: &Broker,
+    request: DeleteTopicsRequest,
+    version: i16,
+    mut quota: ControllerMutationQuota,
+) -> Reply {
     let targets: Vec<(Option<TopicName>, Uuid)> = if version >= 6 {
         request
             .topics
@@ -42,7 +50,12 @@ pub fn handle(broker: &Broker, request: DeleteTopicsRequest, version: i16) -> De
                         result.name = Some(TopicName(StrBytes::from_string(topic.name.clone())));
                         result.topic_id = topic.id;
                     }
-                    if let Err(e) = broker.logs.delete_topic(&topic.name) {
+                    let partitions = i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX);
+                    if let Err(refused) = quota.record(partitions, broker.clock.now_ms()) {
+                        let (error_code, message) = throttling_quota_exceeded(refused);
+                        result.error_code = error_code;
+                        result.error_message = error_message(error_code, message);
+                    } else if let Err(e) = broker.logs.delete_topic(&topic.name) {
                         result.error_code = topic_error_code(&e);
                         result.error_message = Some(StrBytes::from_string(e.to_string()));
                     }
@@ -51,5 +64,8 @@ pub fn handle(broker: &Broker, request: DeleteTopicsRequest, version: i16) -> De
             result
         })
         .collect();
-    DeleteTopicsResponse::default().with_responses(responses)
+    throttled_body(
+        DeleteTopicsResponse::default().with_responses(responses),
+        quota.throttle_time_ms(broker.clock.now_ms()),
+    )
 }

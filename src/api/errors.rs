@@ -1,5 +1,6 @@
 //! The one place that chooses Kafka error codes for sluice's internal errors.
 
+use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use crate::log::LogError;
@@ -36,6 +37,20 @@ pub fn topic_error_code(e: &TopicError) -> i16 {
         TopicError::InvalidPartitions(_) => code(ResponseError::InvalidPartitions),
         TopicError::Storage(_) => code(ResponseError::KafkaStorageError),
     }
+}
+
+/// A topic refused by a strict `controller_mutation_rate`. The message is the error's own, so
+/// `error_message` leaves it out.
+pub fn throttling_quota_exceeded(_: crate::quota::ThrottlingQuotaExceeded) -> (i16, String) {
+    let error = ResponseError::ThrottlingQuotaExceeded;
+    (code(error), error.to_string())
+}
+
+/// The message to send with error `error_code`: none when it only repeats the error's own
+/// description, as Kafka's `ApiError.fromThrowable` leaves it out.
+pub fn error_message(error_code: i16, message: String) -> Option<StrBytes> {
+    let generic = ResponseError::try_from_code(error_code).map(|e| e.to_string());
+    (generic.as_deref() != Some(message.as_str())).then(|| StrBytes::from_string(message))
 }
 
 pub fn quota_error_code(e: &crate::quota::QuotaError) -> i16 {

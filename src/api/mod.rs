@@ -14,6 +14,7 @@ mod describe_cluster;
 mod describe_configs;
 mod describe_log_dirs;
 mod describe_topic_partitions;
+mod describe_user_scram_credentials;
 mod errors;
 mod fetch;
 mod find_coordinator;
@@ -23,11 +24,12 @@ mod metadata;
 mod produce;
 mod produce_validation;
 mod recompress;
+mod throttle;
 
 use std::sync::Arc;
 
 use bytes::Bytes;
-use kafka_protocol::messages::{ApiKey, RequestKind};
+use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use kafka_protocol::protocol::{Encodable, HeaderVersion};
 use tokio::sync::{watch, Semaphore};
 
@@ -71,12 +73,38 @@ pub enum Outcome {
     },
 }
 
+/// What a handler answers, before the request quota has its say.
+enum Reply {
+    /// A response body. `throttle_ms` is what the handler's own quota asks for
+    /// (`controller_mutation_rate`); the larger of it and the request quota's is answered.
+    Body {
+        body: Box<ResponseKind>,
+        throttle_ms: i32,
+    },
+    /// An outcome the handler finished itself: Produce and Fetch charge every quota they are
+    /// subject to and set the throttle time themselves.
+    Finished(Outcome),
+}
+
+fn body(response: impl Into<ResponseKind>) -> Reply {
+    throttled_body(response, 0)
+}
+
+/// A response body and the throttle time its handler's own quota asks for.
+fn throttled_body(response: impl Into<ResponseKind>, throttle_ms: i32) -> Reply {
+    Reply::Body {
+        body: Box::new(response.into()),
+        throttle_ms,
+    }
+}
+
 /// Handles one request of `request_bytes` (header and body) from the client at `peer`;
 /// responses of different requests are ordered by the caller.
 ///
 /// Every request's handler thread time is charged to the client's `request_percentage`.
-/// Produce and Fetch charge it themselves, with their byte rates, so that their responses carry
-/// the throttle time; other responses do not carry it, but the connection is muted all the same.
+/// Produce and Fetch charge it themselves, with their byte rates. Every other response gets
+/// the throttle time in its `throttle_time_ms` (when its version has the field) and is sent at
+/// once; then the connection is muted for that long (KIP-219).
 pub async fn handle(
     broker: &Broker,
     request: DecodedRequest,
@@ -89,20 +117,41 @@ pub async fn handle(
         .as_ref()
         .map(|c| c.to_string())
         .unwrap_or_default();
-    if matches!(request.api_key, ApiKey::Produce | ApiKey::Fetch) {
-        return dispatch(broker, request, peer, &client_id, request_bytes).await;
-    }
-    let (outcome, busy) =
-        crate::quota::busy_time(dispatch(broker, request, peer, &client_id, request_bytes)).await;
-    let throttle_ms = broker
-        .quotas
-        .record_request_time(&client_id, busy, broker.clock.now_ms());
-    match outcome {
-        Outcome::Respond(response) if throttle_ms > 0 => Outcome::Throttle {
-            response: Some(response),
+    let correlation_id = request.header.correlation_id;
+    let version = request.header.request_api_version;
+    let is_data_path = matches!(request.api_key, ApiKey::Produce | ApiKey::Fetch);
+    let dispatched = dispatch(broker, request, peer, &client_id, request_bytes);
+    // Produce and Fetch measure their own time, without the time they sit parked.
+    let (reply, busy) = if is_data_path {
+        (dispatched.await, std::time::Duration::ZERO)
+    } else {
+        crate::quota::busy_time(dispatched).await
+    };
+    match reply {
+        Reply::Finished(outcome) => outcome,
+        Reply::Body {
+            mut body,
             throttle_ms,
-        },
-        other => other,
+        } => {
+            let request_throttle_ms =
+                broker
+                    .quotas
+                    .record_request_time(&client_id, busy, broker.clock.now_ms());
+            let throttle_ms = throttle_ms.max(request_throttle_ms);
+            throttle::set_throttle_time_ms(&mut body, throttle_ms);
+            let outcome =
+                match crate::protocol::encode_response_kind(correlation_id, version, &body) {
+                    Ok(frame) => Outcome::Respond(frame),
+                    Err(e) => encoding_failed(correlation_id, version, e),
+                };
+            match outcome {
+                Outcome::Respond(response) if throttle_ms > 0 => Outcome::Throttle {
+                    response: Some(response),
+                    throttle_ms,
+                },
+                other => other,
+            }
+        }
     }
 }
 
@@ -112,146 +161,74 @@ async fn dispatch(
     peer: &str,
     client_id: &str,
     request_bytes: usize,
-) -> Outcome {
+) -> Reply {
     let correlation_id = request.header.correlation_id;
     let version = request.header.request_api_version;
     let groups = &broker.groups;
     match request.body {
-        RequestKind::ApiVersions(r) => {
-            respond(correlation_id, version, &api_versions::handle(&r, version))
-        }
-        RequestKind::Metadata(r) => respond(
-            correlation_id,
-            version,
-            &metadata::handle(broker, r, version),
-        ),
+        RequestKind::ApiVersions(r) => body(api_versions::handle(&r, version)),
+        RequestKind::Metadata(r) => body(metadata::handle(broker, r, version)),
         RequestKind::Produce(r) => {
             let client = produce::Client {
                 id: client_id,
                 request_bytes,
             };
-            produce::handle(broker, r, correlation_id, version, client).await
+            Reply::Finished(produce::handle(broker, r, correlation_id, version, client).await)
         }
-        RequestKind::Fetch(r) => fetch::handle(broker, r, correlation_id, version, client_id).await,
-        RequestKind::ListOffsets(r) => respond(
-            correlation_id,
-            version,
-            &list_offsets::handle(broker, r, version),
-        ),
-        RequestKind::InitProducerId(r) => respond(
-            correlation_id,
-            version,
-            &init_producer_id::handle(broker, r),
-        ),
-        RequestKind::CreateTopics(r) => respond(
-            correlation_id,
-            version,
-            &create_topics::handle(broker, r, version),
-        ),
-        RequestKind::DeleteTopics(r) => respond(
-            correlation_id,
-            version,
-            &delete_topics::handle(broker, r, version),
-        ),
-        RequestKind::DescribeConfigs(r) => respond(
-            correlation_id,
-            version,
-            &describe_configs::handle(broker, r, version),
-        ),
-        RequestKind::AlterConfigs(r) => respond(
-            correlation_id,
-            version,
-            &alter_configs::handle_alter(broker, r),
-        ),
-        RequestKind::IncrementalAlterConfigs(r) => respond(
-            correlation_id,
-            version,
-            &alter_configs::handle_incremental(broker, r),
-        ),
-        RequestKind::CreatePartitions(r) => respond(
-            correlation_id,
-            version,
-            &create_partitions::handle(broker, r),
-        ),
-        RequestKind::DescribeCluster(r) => respond(
-            correlation_id,
-            version,
-            &describe_cluster::handle(broker, r, version),
-        ),
-        RequestKind::DeleteRecords(r) => {
-            respond(correlation_id, version, &delete_records::handle(broker, r))
+        RequestKind::Fetch(r) => {
+            Reply::Finished(fetch::handle(broker, r, correlation_id, version, client_id).await)
         }
-        RequestKind::DescribeLogDirs(r) => respond(
-            correlation_id,
-            version,
-            &describe_log_dirs::handle(broker, r, version),
-        ),
-        RequestKind::FindCoordinator(r) => respond(
-            correlation_id,
-            version,
-            &find_coordinator::handle(broker, r, version),
-        ),
+        RequestKind::ListOffsets(r) => body(list_offsets::handle(broker, r, version)),
+        RequestKind::InitProducerId(r) => body(init_producer_id::handle(broker, r)),
+        RequestKind::CreateTopics(r) => {
+            let quota = broker.quotas.controller_mutation(client_id, version >= 6);
+            create_topics::handle(broker, r, version, quota)
+        }
+        RequestKind::DeleteTopics(r) => {
+            let quota = broker.quotas.controller_mutation(client_id, version >= 5);
+            delete_topics::handle(broker, r, version, quota)
+        }
+        RequestKind::DescribeConfigs(r) => body(describe_configs::handle(broker, r, version)),
+        RequestKind::AlterConfigs(r) => body(alter_configs::handle_alter(broker, r)),
+        RequestKind::IncrementalAlterConfigs(r) => {
+            body(alter_configs::handle_incremental(broker, r))
+        }
+        RequestKind::CreatePartitions(r) => {
+            let quota = broker.quotas.controller_mutation(client_id, version >= 3);
+            create_partitions::handle(broker, r, quota)
+        }
+        RequestKind::DescribeCluster(r) => body(describe_cluster::handle(broker, r, version)),
+        RequestKind::DeleteRecords(r) => body(delete_records::handle(broker, r)),
+        RequestKind::DescribeLogDirs(r) => body(describe_log_dirs::handle(broker, r, version)),
+        RequestKind::FindCoordinator(r) => body(find_coordinator::handle(broker, r, version)),
         RequestKind::JoinGroup(r) => {
             // Kafka reports a member's host as "/<address>".
             let host = format!("/{}", peer.rsplit_once(':').map(|(h, _)| h).unwrap_or(peer));
-            respond(
-                correlation_id,
-                version,
-                &groups.join_group(r, version, client_id, &host).await,
-            )
+            body(groups.join_group(r, version, client_id, &host).await)
         }
-        RequestKind::SyncGroup(r) => respond(
-            correlation_id,
-            version,
-            &groups.sync_group(r, version).await,
-        ),
-        RequestKind::Heartbeat(r) => {
-            respond(correlation_id, version, &groups.heartbeat(r, version))
-        }
-        RequestKind::LeaveGroup(r) => {
-            respond(correlation_id, version, &groups.leave_group(r, version))
-        }
+        RequestKind::SyncGroup(r) => body(groups.sync_group(r, version).await),
+        RequestKind::Heartbeat(r) => body(groups.heartbeat(r, version)),
+        RequestKind::LeaveGroup(r) => body(groups.leave_group(r, version)),
         RequestKind::OffsetCommit(r) => {
             let logs = &broker.logs;
             // Kafka checks only that the topic exists, not the partition number.
             let exists = |topic: &str, _partition: i32| logs.topic(topic).is_some();
-            respond(
-                correlation_id,
-                version,
-                &groups.offset_commit(r, version, &exists),
-            )
+            body(groups.offset_commit(r, version, &exists))
         }
-        RequestKind::OffsetFetch(r) => {
-            respond(correlation_id, version, &groups.offset_fetch(r, version))
+        RequestKind::OffsetFetch(r) => body(groups.offset_fetch(r, version)),
+        RequestKind::ListGroups(r) => body(groups.list_groups(r, version)),
+        RequestKind::DescribeGroups(r) => body(groups.describe_groups(r, version)),
+        RequestKind::DeleteGroups(r) => body(groups.delete_groups(r, version)),
+        RequestKind::OffsetDelete(r) => body(groups.offset_delete(r, version)),
+        RequestKind::DescribeClientQuotas(r) => body(describe_client_quotas::handle(broker, r)),
+        RequestKind::AlterClientQuotas(r) => body(alter_client_quotas::handle(broker, r)),
+        RequestKind::DescribeUserScramCredentials(r) => {
+            body(describe_user_scram_credentials::handle(r))
         }
-        RequestKind::ListGroups(r) => {
-            respond(correlation_id, version, &groups.list_groups(r, version))
+        RequestKind::DescribeTopicPartitions(r) => {
+            body(describe_topic_partitions::handle(broker, r))
         }
-        RequestKind::DescribeGroups(r) => {
-            respond(correlation_id, version, &groups.describe_groups(r, version))
-        }
-        RequestKind::DeleteGroups(r) => {
-            respond(correlation_id, version, &groups.delete_groups(r, version))
-        }
-        RequestKind::OffsetDelete(r) => {
-            respond(correlation_id, version, &groups.offset_delete(r, version))
-        }
-        RequestKind::DescribeClientQuotas(r) => respond(
-            correlation_id,
-            version,
-            &describe_client_quotas::handle(broker, r),
-        ),
-        RequestKind::AlterClientQuotas(r) => respond(
-            correlation_id,
-            version,
-            &alter_client_quotas::handle(broker, r),
-        ),
-        RequestKind::DescribeTopicPartitions(r) => respond(
-            correlation_id,
-            version,
-            &describe_topic_partitions::handle(broker, r),
-        ),
-        other => Outcome::Close(format!("no handler for {other:?}")),
+        other => Reply::Finished(Outcome::Close(format!("no handler for {other:?}"))),
     }
 }
 
@@ -274,10 +251,12 @@ fn respond_throttled<R: Encodable + HeaderVersion>(
 fn respond<R: Encodable + HeaderVersion>(correlation_id: i32, version: i16, body: &R) -> Outcome {
     match crate::protocol::encode_response(correlation_id, version, body) {
         Ok(frame) => Outcome::Respond(frame),
-        Err(e) => {
-            // A response we cannot encode is a sluice bug; closing tells the client to retry.
-            tracing::error!(correlation_id, version, "cannot encode response: {e}");
-            Outcome::Close(format!("response encoding failed: {e}"))
-        }
+        Err(e) => encoding_failed(correlation_id, version, e),
     }
+}
+
+fn encoding_failed(correlation_id: i32, version: i16, e: anyhow::Error) -> Outcome {
+    // A response we cannot encode is a sluice bug; closing tells the client to retry.
+    tracing::error!(correlation_id, version, "cannot encode response: {e}");
+    Outcome::Close(format!("response encoding failed: {e}"))
 }

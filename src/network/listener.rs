@@ -1,5 +1,7 @@
 //! The accept loop. At most `max.connections` connections are served at once; past that the
-//! loop stops accepting and new clients wait in the kernel's backlog.
+//! loop stops accepting and new clients wait in the kernel's backlog. A connection from an ip
+//! over its `connection_creation_rate` is held unread for the throttle time and then closed
+//! unserved, as Kafka's acceptor does (KIP-612).
 
 use std::sync::Arc;
 
@@ -28,7 +30,19 @@ pub async fn serve_listener(
             _ = shutdown.changed() => return,
         };
         match accepted {
-            Ok((stream, _)) => {
+            Ok((stream, peer)) => {
+                let now_ms = broker.clock.now_ms();
+                let throttle_ms = broker.quotas.record_connection(peer.ip(), now_ms);
+                if throttle_ms > 0 {
+                    tracing::debug!(%peer, throttle_ms, "connection creation rate exceeded");
+                    let delay = std::time::Duration::from_millis(throttle_ms as u64);
+                    tokio::spawn(async move {
+                        tokio::time::sleep(delay).await;
+                        drop(stream);
+                        drop(permit);
+                    });
+                    continue;
+                }
                 let broker = broker.clone();
                 let shutdown = shutdown.clone();
                 let drain = drain.clone();

@@ -2,7 +2,7 @@
 //! batches stay zero-copy slices of the request frame.
 
 use bytes::{BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader};
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
 use super::versions::served_range;
@@ -117,6 +117,24 @@ pub fn encode_response<R: Encodable + HeaderVersion>(
     header.encode(&mut buf, header_version)?;
     body.encode(&mut buf, api_version)?;
     debug_assert_eq!(buf.len(), 4 + size);
+    Ok(buf.freeze())
+}
+
+/// `encode_response` for a response held as a `ResponseKind` (which has no size computation):
+/// the body is encoded behind a placeholder length that is filled in afterwards.
+pub fn encode_response_kind(
+    correlation_id: i32,
+    api_version: i16,
+    body: &ResponseKind,
+) -> anyhow::Result<Bytes> {
+    let header_version = body.header_version(api_version);
+    let header = ResponseHeader::default().with_correlation_id(correlation_id);
+    let mut buf = BytesMut::with_capacity(256);
+    buf.put_i32(0);
+    header.encode(&mut buf, header_version)?;
+    body.encode(&mut buf, api_version)?;
+    let size = i32::try_from(buf.len() - 4)?;
+    buf[..4].copy_from_slice(&size.to_be_bytes());
     Ok(buf.freeze())
 }
 

@@ -9,7 +9,8 @@ pub mod record_walk;
 mod versions;
 
 pub use codec::{
-    api_versions_fallback, decode_request, encode_response, DecodeError, DecodedRequest,
+    api_versions_fallback, decode_request, encode_response, encode_response_kind, DecodeError,
+    DecodedRequest,
 };
 pub use fetch_frame::{encode_fetch_response, Chunk, ResponseFrame};
 pub use versions::{advertised_api_versions, served_range, ApiSupport, SUPPORTED_APIS};

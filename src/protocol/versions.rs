@@ -56,6 +56,7 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
     api(ApiKey::DescribeTopicPartitions, 0, 0, 0),
     api(ApiKey::DescribeClientQuotas, 0, 0, 1),
     api(ApiKey::AlterClientQuotas, 0, 0, 1),
+    api(ApiKey::DescribeUserScramCredentials, 0, 0, 0),
 ];
 
 /// The served version range of an API key, or None when sluice does not implement it.

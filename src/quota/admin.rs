@@ -3,15 +3,13 @@
 //! with the same messages. Pure functions over `QuotaOverrides`; the quota manager applies the
 //! result and persists it.
 //!
-//! sluice refuses two things Kafka accepts, rather than store quotas it would not enforce:
-//! `ip` entities (`connection_creation_rate`) and `controller_mutation_rate`. It also refuses
-//! values that are not finite numbers.
+//! Unlike Kafka, sluice refuses NaN as a quota value.
 
 use std::collections::HashSet;
 
 use super::entity::{
-    EntityName, QuotaEntity, QuotaKey, QuotaOverrides, QuotaValues, ENTITY_CLIENT_ID, ENTITY_IP,
-    ENTITY_USER,
+    EntityName, QuotaEntity, QuotaKey, QuotaOverrides, QuotaValueType, QuotaValues,
+    ENTITY_CLIENT_ID, ENTITY_IP, ENTITY_USER,
 };
 
 /// Why a quota request (or one entry of it) was refused.
@@ -97,7 +95,7 @@ pub fn alter(
                 changes.push((key, None));
             }
         } else {
-            changes.push((validate_value(op.key, op.value)?, Some(op.value)));
+            changes.push((validate_value(&entity, op.key, op.value)?, Some(op.value)));
         }
     }
     let values = overrides.entities.entry(entity.clone()).or_default();
@@ -117,67 +115,78 @@ fn entity(components: &[(&str, Option<&str>)]) -> Result<QuotaEntity, QuotaError
     if components.is_empty() {
         return Err(invalid("Invalid empty client quota entity".into()));
     }
-    let mut seen = HashSet::new();
-    let mut entity = QuotaEntity {
-        user: None,
-        client_id: None,
-    };
+    let mut entity = QuotaEntity::default();
     for &(kind, name) in components {
-        if !seen.insert(kind) {
-            return Err(invalid(format!(
-                "Invalid client quota entity, duplicate entity entry {kind}"
-            )));
-        }
-        match kind {
-            ENTITY_USER => entity.user = Some(EntityName::from_wire(name)),
-            ENTITY_CLIENT_ID => entity.client_id = Some(EntityName::from_wire(name)),
-            ENTITY_IP => {}
+        let slot = match kind {
+            ENTITY_USER => &mut entity.user,
+            ENTITY_CLIENT_ID => &mut entity.client_id,
+            ENTITY_IP => &mut entity.ip,
             _ => {
                 return Err(invalid(format!(
                     "Unhandled client quota entity type: {kind}"
                 )))
             }
+        };
+        if slot.replace(EntityName::from_wire(name)).is_some() {
+            return Err(invalid(format!(
+                "Invalid client quota entity, duplicate entity entry {kind}"
+            )));
         }
         if name == Some("") {
             return Err(invalid(format!("Empty {kind} not supported")));
         }
     }
-    if seen.contains(ENTITY_IP) {
-        return Err(invalid(if components.len() > 1 {
-            "Invalid quota entity combination, IP entity should not be combined with User or ClientId".into()
-        } else {
-            "sluice does not support ip quotas (connection_creation_rate)".into()
-        }));
+    if let Some(ip) = &entity.ip {
+        if entity.user.is_some() || entity.client_id.is_some() {
+            // Kafka's message, missing space included.
+            return Err(invalid(
+                "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId".into(),
+            ));
+        }
+        // Kafka accepts what `InetAddress.getByName` accepts: an address, or a host name that
+        // resolves.
+        if let EntityName::Named(name) = ip {
+            if super::resolve_ip(name).is_none() {
+                return Err(invalid(format!(
+                    "{name} is not a valid IP or resolvable host."
+                )));
+            }
+        }
     }
     Ok(entity)
 }
 
-fn validate_value(key_name: &str, value: f64) -> Result<QuotaKey, QuotaError> {
-    let Some(key) = QuotaKey::from_name(key_name) else {
-        let why = if key_name == "controller_mutation_rate" {
-            ": sluice does not enforce controller mutation quotas"
-        } else {
-            ""
-        };
-        return Err(invalid(format!(
-            "Invalid configuration key {key_name}{why}"
-        )));
+/// Kafka's `validateQuotaKeyValue`: the key must be one the entity type may set, the value
+/// positive, and whole and in range for an INT or LONG key. A DOUBLE key may be infinite (no
+/// limit), as in Kafka. sluice also refuses NaN, which Kafka stores although no rate can be
+/// compared with it.
+fn validate_value(
+    entity: &QuotaEntity,
+    key_name: &str,
+    value: f64,
+) -> Result<QuotaKey, QuotaError> {
+    let Some(key) = QuotaKey::from_name(key_name).filter(|k| entity.valid_keys().contains(k))
+    else {
+        return Err(invalid(format!("Invalid configuration key {key_name}")));
     };
-    if !value.is_finite() {
-        return Err(invalid(format!("Quota {key_name} must be a finite number")));
-    }
     if value <= 0.0 {
         return Err(invalid(format!("Quota {key_name} must be greater than 0")));
     }
-    if key.is_integral() {
-        if value > i64::MAX as f64 {
-            return Err(invalid(format!(
-                "Proposed value for {key_name} is too large for a LONG."
-            )));
-        }
-        if (value % 1.0).abs() > 1e-6 {
-            return Err(invalid(format!("{key_name} cannot be a fractional value.")));
-        }
+    let (limit, type_name) = match key.value_type() {
+        QuotaValueType::Double => (f64::INFINITY, ""),
+        QuotaValueType::Int => (f64::from(i32::MAX), "an INT"),
+        QuotaValueType::Long => (i64::MAX as f64, "a LONG"),
+    };
+    if value > limit {
+        return Err(invalid(format!(
+            "Proposed value for {key_name} is too large for {type_name}."
+        )));
+    }
+    if value.is_nan() {
+        return Err(invalid(format!("Quota {key_name} must be a number")));
+    }
+    if key.value_type() != QuotaValueType::Double && (value % 1.0).abs() > 1e-6 {
+        return Err(invalid(format!("{key_name} cannot be a fractional value.")));
     }
     Ok(key)
 }
@@ -358,12 +367,32 @@ mod tests {
             (
                 client.to_vec(),
                 vec![set("request_percentage", f64::NAN)],
-                "finite",
+                "must be a number",
             ),
             (
                 client.to_vec(),
-                vec![set("controller_mutation_rate", 1.0)],
-                "controller_mutation_rate",
+                vec![set("connection_creation_rate", 1.0)],
+                "Invalid configuration key connection_creation_rate",
+            ),
+            (
+                vec![(ENTITY_IP, Some("10.0.0.1"))],
+                vec![set("producer_byte_rate", 1.0)],
+                "Invalid configuration key producer_byte_rate",
+            ),
+            (
+                vec![(ENTITY_IP, None)],
+                vec![set("connection_creation_rate", 1.5)],
+                "fractional",
+            ),
+            (
+                vec![(ENTITY_IP, None)],
+                vec![set("connection_creation_rate", 3e9)],
+                "too large for an INT",
+            ),
+            (
+                vec![(ENTITY_IP, Some("no-such-host.invalid"))],
+                vec![set("connection_creation_rate", 1.0)],
+                "no-such-host.invalid is not a valid IP or resolvable host.",
             ),
             (
                 client.to_vec(),
@@ -390,11 +419,10 @@ mod tests {
                 vec![],
                 "duplicate entity entry",
             ),
-            (vec![(ENTITY_IP, Some("1.2.3.4"))], vec![], "ip quotas"),
             (
                 vec![(ENTITY_IP, None), (ENTITY_USER, None)],
                 vec![],
-                "IP entity should not",
+                "IP entity shouldnot be combined",
             ),
         ];
         for (components, ops, expected) in cases {
@@ -409,9 +437,15 @@ mod tests {
             &[
                 set("request_percentage", 0.5),
                 set("producer_byte_rate", 9e18),
+                set("controller_mutation_rate", f64::INFINITY),
             ],
         )
         .unwrap();
+        for ip in [Some("10.0.0.1"), Some("::1"), None] {
+            let entity = [(ENTITY_IP, ip)];
+            alter(&mut o, &entity, &[set("connection_creation_rate", 10.0)]).unwrap();
+        }
+        assert_eq!(o.entities.len(), 4);
     }
 
     #[test]

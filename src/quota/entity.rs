@@ -1,7 +1,8 @@
 //! Quota entities, quota keys, and Kafka's precedence between them.
 //!
-//! An entity is a user, a client id, or both, each either named or the default (`<default>`,
-//! null on the wire). Which configured entity governs a client, and which clients share one
+//! An entity is a user, a client id, or both, or else an ip; each side is either named or the
+//! default (`<default>`, null on the wire). Which keys an entity may set depends on its type:
+//! `connection_creation_rate` for an ip, every other key for users and client ids. Which configured entity governs a client, and which clients share one
 //! measured rate, follows Kafka's `DefaultQuotaCallback`: user + client-id, user + default
 //! client, user, default user + client-id, default user + default client, default user,
 //! client-id, default client-id, then sluice's static default from `server.properties`. Each
@@ -46,22 +47,36 @@ impl EntityName {
     }
 }
 
-/// A configured quota entity. At least one side is present.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A configured quota entity. At least one side is present, and an ip is never combined with
+/// a user or client id.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct QuotaEntity {
     pub user: Option<EntityName>,
     pub client_id: Option<EntityName>,
+    pub ip: Option<EntityName>,
 }
 
 impl QuotaEntity {
     /// `(entity type, name)` pairs, user first, as DescribeClientQuotas lists them.
     pub fn components(&self) -> Vec<(&'static str, Option<&str>)> {
-        let user = self.user.as_ref().map(|u| (ENTITY_USER, u.to_wire()));
-        let client = self
-            .client_id
-            .as_ref()
-            .map(|c| (ENTITY_CLIENT_ID, c.to_wire()));
-        user.into_iter().chain(client).collect()
+        [
+            (ENTITY_USER, &self.user),
+            (ENTITY_CLIENT_ID, &self.client_id),
+            (ENTITY_IP, &self.ip),
+        ]
+        .into_iter()
+        .filter_map(|(kind, name)| name.as_ref().map(|n| (kind, n.to_wire())))
+        .collect()
+    }
+
+    /// The keys this kind of entity may set (Kafka's `QuotaConfig.ipConfigs` and
+    /// `userAndClientQuotaConfigs`).
+    pub fn valid_keys(&self) -> &'static [QuotaKey] {
+        if self.ip.is_some() {
+            &[QuotaKey::ConnectionCreationRate]
+        } else {
+            &QuotaKey::USER_AND_CLIENT
+        }
     }
 }
 
@@ -76,7 +91,7 @@ impl fmt::Display for QuotaEntity {
     }
 }
 
-/// The quota keys sluice enforces for user and client-id entities.
+/// Kafka's quota keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum QuotaKey {
     /// Produce request bytes per second.
@@ -85,13 +100,34 @@ pub enum QuotaKey {
     ConsumerByteRate,
     /// Request handler time, in percent of one thread, per quota window.
     RequestPercentage,
+    /// Partitions created or deleted per second (CreateTopics, CreatePartitions, DeleteTopics).
+    ControllerMutationRate,
+    /// New connections per second from one ip.
+    ConnectionCreationRate,
+}
+
+/// How Kafka types a quota value (`ConfigDef.Type`), which bounds what may be set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QuotaValueType {
+    Long,
+    Int,
+    Double,
 }
 
 impl QuotaKey {
-    pub const ALL: [QuotaKey; 3] = [
+    pub const COUNT: usize = 5;
+    pub const ALL: [QuotaKey; QuotaKey::COUNT] = [
         QuotaKey::ProducerByteRate,
         QuotaKey::ConsumerByteRate,
         QuotaKey::RequestPercentage,
+        QuotaKey::ControllerMutationRate,
+        QuotaKey::ConnectionCreationRate,
+    ];
+    pub const USER_AND_CLIENT: [QuotaKey; 4] = [
+        QuotaKey::ProducerByteRate,
+        QuotaKey::ConsumerByteRate,
+        QuotaKey::RequestPercentage,
+        QuotaKey::ControllerMutationRate,
     ];
 
     pub fn name(self) -> &'static str {
@@ -99,6 +135,8 @@ impl QuotaKey {
             QuotaKey::ProducerByteRate => "producer_byte_rate",
             QuotaKey::ConsumerByteRate => "consumer_byte_rate",
             QuotaKey::RequestPercentage => "request_percentage",
+            QuotaKey::ControllerMutationRate => "controller_mutation_rate",
+            QuotaKey::ConnectionCreationRate => "connection_creation_rate",
         }
     }
 
@@ -106,9 +144,15 @@ impl QuotaKey {
         QuotaKey::ALL.into_iter().find(|k| k.name() == name)
     }
 
-    /// Kafka types the byte rates as LONG (whole numbers) and the percentage as DOUBLE.
-    pub fn is_integral(self) -> bool {
-        !matches!(self, QuotaKey::RequestPercentage)
+    /// Kafka types the byte rates as LONG, the connection rate as INT, the others as DOUBLE.
+    pub fn value_type(self) -> QuotaValueType {
+        match self {
+            QuotaKey::ProducerByteRate | QuotaKey::ConsumerByteRate => QuotaValueType::Long,
+            QuotaKey::ConnectionCreationRate => QuotaValueType::Int,
+            QuotaKey::RequestPercentage | QuotaKey::ControllerMutationRate => {
+                QuotaValueType::Double
+            }
+        }
     }
 
     pub fn index(self) -> usize {
@@ -141,7 +185,11 @@ impl QuotaOverrides {
         user: Option<EntityName>,
         client_id: Option<EntityName>,
     ) -> Option<f64> {
-        let entity = QuotaEntity { user, client_id };
+        let entity = QuotaEntity {
+            user,
+            client_id,
+            ip: None,
+        };
         self.entities.get(&entity)?.get(&key).copied()
     }
 
@@ -231,6 +279,7 @@ mod tests {
         let entity = QuotaEntity {
             user,
             client_id: client,
+            ip: None,
         };
         o.entities.entry(entity).or_default().insert(P, v);
     }
@@ -294,6 +343,7 @@ mod tests {
         let e = QuotaEntity {
             user: Some(EntityName::Default),
             client_id: named("x"),
+            ip: None,
         };
         assert_eq!(e.to_string(), "user=<default>,client-id=x");
         assert_eq!(
@@ -304,6 +354,12 @@ mod tests {
             QuotaKey::from_name("request_percentage"),
             Some(QuotaKey::RequestPercentage)
         );
-        assert_eq!(QuotaKey::from_name("controller_mutation_rate"), None);
+        assert_eq!(QuotaKey::from_name("bogus"), None);
+        let ip = QuotaEntity {
+            ip: Some(EntityName::Default),
+            ..QuotaEntity::default()
+        };
+        assert_eq!(ip.to_string(), "ip=<default>");
+        assert_eq!(ip.valid_keys(), [QuotaKey::ConnectionCreationRate]);
     }
 }

@@ -131,11 +131,6 @@ impl SampledRate {
         }
         throttle_time_ms(observed, bound, self.window_size_ms(window, now_ms))
     }
-
-    /// When the last value was recorded, so idle rates can be dropped.
-    pub fn last_event_ms(&self) -> Option<i64> {
-        self.samples.iter().map(|s| s.last_event_ms).max()
-    }
 }
 
 /// Kafka's `QuotaUtils.throttleTime`: the delay X that brings an observed rate O measured over

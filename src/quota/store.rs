@@ -9,9 +9,10 @@
 //! user=<default>,client-id=<default> request_percentage 12.5
 //! ```
 //!
-//! The entity lists `user=` and `client-id=` (in that order); names are percent-encoded (every
+//! The entity lists `user=` and `client-id=` (in that order), or `ip=`; names are percent-encoded (every
 //! byte outside `A-Z a-z 0-9 . _ -`), and `<default>` is the default entity, which no encoded
-//! name can be. Values are written in the shortest form that reads back to the same f64. The
+//! name can be. Values are written in the shortest form that reads back to the same f64
+//! (`inf` for an unlimited DOUBLE quota). The
 //! file is replaced atomically (`write_file_durably`), never edited in place.
 
 use std::path::Path;
@@ -74,7 +75,7 @@ pub fn parse(text: &str) -> Result<QuotaOverrides, String> {
         let value: f64 = value
             .parse()
             .ok()
-            .filter(|v: &f64| v.is_finite() && *v > 0.0)
+            .filter(|v: &f64| *v > 0.0)
             .ok_or_else(|| format!("line {number}: bad value {value}"))?;
         overrides
             .entities
@@ -86,10 +87,7 @@ pub fn parse(text: &str) -> Result<QuotaOverrides, String> {
 }
 
 fn parse_entity(text: &str) -> Result<QuotaEntity, String> {
-    let mut entity = QuotaEntity {
-        user: None,
-        client_id: None,
-    };
+    let mut entity = QuotaEntity::default();
     for part in text.split(',') {
         let (kind, name) = part
             .split_once('=')
@@ -102,14 +100,18 @@ fn parse_entity(text: &str) -> Result<QuotaEntity, String> {
         let slot = match kind {
             super::entity::ENTITY_USER => &mut entity.user,
             super::entity::ENTITY_CLIENT_ID => &mut entity.client_id,
+            super::entity::ENTITY_IP => &mut entity.ip,
             _ => return Err(format!("unknown entity type '{kind}'")),
         };
         if slot.replace(name).is_some() {
             return Err(format!("entity type '{kind}' twice"));
         }
     }
-    if entity.user.is_none() && entity.client_id.is_none() {
+    if entity.components().is_empty() {
         return Err("empty entity".into());
+    }
+    if entity.ip.is_some() && (entity.user.is_some() || entity.client_id.is_some()) {
+        return Err("an ip combined with a user or client id".into());
     }
     Ok(entity)
 }
@@ -154,13 +156,23 @@ mod tests {
     fn round_trips_odd_names_and_exact_values() {
         let mut overrides = QuotaOverrides::default();
         let odd = QuotaEntity {
-            user: None,
             client_id: Some(EntityName::Named("a b,c=d%<default>é\n".into())),
+            ..QuotaEntity::default()
         };
         let both = QuotaEntity {
             user: Some(EntityName::Default),
             client_id: Some(EntityName::Default),
+            ip: None,
         };
+        let ip = QuotaEntity {
+            ip: Some(EntityName::Named("::1".into())),
+            ..QuotaEntity::default()
+        };
+        overrides
+            .entities
+            .entry(ip)
+            .or_default()
+            .insert(QuotaKey::ConnectionCreationRate, 7.0);
         overrides
             .entities
             .entry(odd)
@@ -169,9 +181,10 @@ mod tests {
         let values = overrides.entities.entry(both).or_default();
         values.insert(QuotaKey::RequestPercentage, 0.1 + 0.2);
         values.insert(QuotaKey::ConsumerByteRate, 9.007_199_254_740_993e15);
+        values.insert(QuotaKey::ControllerMutationRate, f64::INFINITY);
         let text = format(&overrides);
         assert!(text.starts_with("version: 0\n"), "{text}");
-        assert_eq!(text.lines().count(), 4, "{text}");
+        assert_eq!(text.lines().count(), 6, "{text}");
         assert_eq!(parse(&text).unwrap(), overrides);
 
         let dir = tempfile::tempdir().unwrap();
@@ -188,7 +201,9 @@ mod tests {
             "version: 0\nclient-id=a producer_byte_rate\n",
             "version: 0\nclient-id=a bogus_rate 1\n",
             "version: 0\nclient-id=a producer_byte_rate -1\n",
-            "version: 0\nip=1.2.3.4 producer_byte_rate 1\n",
+            "version: 0\nclient-id=a request_percentage NaN\n",
+            "version: 0\ngroup=g producer_byte_rate 1\n",
+            "version: 0\nip=1.2.3.4,user=u connection_creation_rate 1\n",
             "version: 0\nclient-id=%zz producer_byte_rate 1\n",
             "version: 0\nclient-id=a,client-id=b producer_byte_rate 1\n",
         ] {

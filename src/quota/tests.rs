@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::time::{Clock, ManualClock};
+use std::net::IpAddr;
 
 fn manager(dir: &std::path::Path, pairs: &[(&str, &str)]) -> QuotaManager {
     let mut all: Vec<(String, String)> = vec![("log.dirs".into(), dir.display().to_string())];
@@ -140,4 +141,67 @@ fn alterations_persist_and_validate_only_changes_nothing() {
     let (entity, values) = &described[0];
     assert_eq!(entity.user, Some(EntityName::Default));
     assert_eq!(values.get(&QuotaKey::ConsumerByteRate), Some(&5.0));
+}
+
+fn set_entity(m: &QuotaManager, components: Vec<(&str, Option<&str>)>, key: &str, value: f64) {
+    let entry = AlterEntry {
+        components,
+        ops: vec![AlterOp {
+            key,
+            value,
+            remove: false,
+        }],
+    };
+    assert_eq!(m.alter(&[entry], false), vec![Ok(())]);
+}
+
+#[test]
+fn controller_mutations_strict_refuse_permissive_only_throttle() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = manager(dir.path(), &[]);
+    let now_ms = 1_700_000_000_000;
+    let mut unlimited = m.controller_mutation("m", true);
+    assert_eq!(unlimited.record(1_000_000, now_ms), Ok(()));
+    assert_eq!(unlimited.throttle_time_ms(now_ms), 0);
+    set_client(&m, "m", "controller_mutation_rate", 2.0);
+    // A burst of 22; the request that empties the bucket still passes.
+    let mut strict = m.controller_mutation("m", true);
+    assert_eq!(strict.record(30, now_ms), Ok(()));
+    assert_eq!(strict.record(1, now_ms), Err(ThrottlingQuotaExceeded));
+    assert_eq!(strict.throttle_time_ms(now_ms), 4_000);
+    assert_eq!(strict.throttle_time_ms(now_ms + 1_500), 2_500);
+    // The refused topic charged nothing; a permissive request charges and reports.
+    let mut permissive = m.controller_mutation("m", false);
+    assert_eq!(permissive.record(2, now_ms), Ok(()));
+    assert_eq!(permissive.throttle_time_ms(now_ms), 5_000);
+    // The bucket is per client id.
+    assert_eq!(m.controller_mutation("n", true).record(1, now_ms), Ok(()));
+}
+
+#[test]
+fn connections_over_an_ip_rate_are_refused_and_not_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = manager(dir.path(), &[]);
+    let ip: IpAddr = "10.1.2.3".parse().unwrap();
+    let other: IpAddr = "10.1.2.4".parse().unwrap();
+    assert_eq!(m.record_connection(ip, 0), 0, "no quota");
+    set_entity(
+        &m,
+        vec![("ip", Some("10.1.2.3"))],
+        "connection_creation_rate",
+        1.0,
+    );
+    // 1 per second over the 10 s minimum window: 10 connections, then a refusal.
+    for _ in 0..10 {
+        assert_eq!(m.record_connection(ip, 0), 0);
+    }
+    // 11 over 10 s: X = 0.1 × 10 s.
+    assert_eq!(m.record_connection(ip, 0), 1_000);
+    assert_eq!(m.record_connection(other, 0), 0, "only that ip");
+    // The default ip entity covers every other address.
+    set_entity(&m, vec![("ip", None)], "connection_creation_rate", 1.0);
+    for _ in 0..10 {
+        assert_eq!(m.record_connection(other, 0), 0);
+    }
+    assert!(m.record_connection(other, 0) > 0);
 }

@@ -6,6 +6,7 @@
 
 pub mod data;
 pub mod groups;
+pub mod quotas;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -155,6 +156,8 @@ impl TestBroker {
 pub struct Client {
     pub stream: TcpStream,
     next_correlation_id: i32,
+    /// The client id every request header carries.
+    pub client_id: &'static str,
 }
 
 impl Client {
@@ -162,6 +165,7 @@ impl Client {
         Client {
             stream: TcpStream::connect(addr).await.unwrap(),
             next_correlation_id: 1,
+            client_id: "sluice-test",
         }
     }
 
@@ -178,7 +182,7 @@ impl Client {
             .with_request_api_key(api_key as i16)
             .with_request_api_version(version)
             .with_correlation_id(correlation_id)
-            .with_client_id(Some(StrBytes::from_static_str("sluice-test")));
+            .with_client_id(Some(StrBytes::from_static_str(self.client_id)));
         let mut buf = BytesMut::new();
         buf.put_i32(0);
         header.encode(&mut buf, R::header_version(version)).unwrap();

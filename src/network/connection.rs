@@ -17,11 +17,14 @@
 //! read and before its body is allocated, the reader takes that many byte permits from the
 //! `queued.max.request.bytes` pool and holds them until the response is written; when the pool
 //! is empty, no connection reads its socket. And throttling (KIP-219): after a response with a
-//! throttle time, the connection is muted for that long, neither read nor processed.
+//! throttle time, the connection is muted for that long, neither read nor processed. When a
+//! reader finds the pool empty the broker logs it (at most every 10 s): the observable sign
+//! that it is pushing back on its clients.
 
 use std::collections::VecDeque;
 use std::future::{poll_fn, Future};
 use std::pin::pin;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
@@ -37,6 +40,7 @@ use super::frame::{read_frame_body, read_frame_size, FrameError};
 use super::send::write_frame;
 use crate::api::{self, Broker, Outcome};
 use crate::protocol::{api_versions_fallback, decode_request, DecodeError};
+use crate::time::{Clock, SystemClock};
 
 type Reader = BufReader<OwnedReadHalf>;
 
@@ -204,13 +208,43 @@ async fn read_request<R: AsyncRead + Unpin>(
         // largest frame can always proceed once the others are answered.
         Some(pool) => {
             let permits = u32::try_from(len).unwrap_or(u32::MAX);
-            let permit = pool.clone().acquire_many_owned(permits).await;
+            let permit = match pool.clone().try_acquire_many_owned(permits) {
+                Ok(permit) => Ok(permit),
+                Err(_) => {
+                    note_request_memory_exhausted(pool, len);
+                    pool.clone().acquire_many_owned(permits).await
+                }
+            };
             Some(permit.map_err(|_| FrameError::Io(std::io::Error::other("pool closed")))?)
         }
         None => None,
     };
     let frame = read_frame_body(reader, len).await?;
     Ok(Some(ReadRequest { frame, memory }))
+}
+
+/// When the request memory pool was last reported exhausted, in ms since the Unix epoch.
+static REQUEST_MEMORY_EXHAUSTED_LOGGED_MS: AtomicI64 = AtomicI64::new(0);
+/// At most one report per this long: under a sustained flood every read would report.
+const REQUEST_MEMORY_EXHAUSTED_LOG_INTERVAL_MS: i64 = 10_000;
+
+/// Says (at most every 10 s) that `queued.max.request.bytes` is all taken and connections wait
+/// for it before reading on: the moment the broker pushes back on its clients.
+fn note_request_memory_exhausted(pool: &Semaphore, frame_bytes: usize) {
+    let now_ms = SystemClock.now_ms();
+    let last_ms = REQUEST_MEMORY_EXHAUSTED_LOGGED_MS.load(Ordering::Relaxed);
+    if now_ms - last_ms < REQUEST_MEMORY_EXHAUSTED_LOG_INTERVAL_MS
+        || REQUEST_MEMORY_EXHAUSTED_LOGGED_MS
+            .compare_exchange(last_ms, now_ms, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+    {
+        return;
+    }
+    tracing::info!(
+        frame_bytes,
+        free_bytes = pool.available_permits(),
+        "request memory exhausted (queued.max.request.bytes): connections wait before reading more requests"
+    );
 }
 
 /// Handles one frame and writes its response; returns how long to mute the connection after.

@@ -23,16 +23,19 @@ FAST_CONSUMERS = 12
 PARTITIONS = 8
 FLOOD_SECONDS = 15
 VALUE_BYTES = 4096
-# A broker slower than its clients (an fsync after every append) with a small request memory
-# pool, so the producers must be held back and the pool is certain to run out.
-QUEUED_MAX_REQUEST_BYTES = 16 * 1024 * 1024
+# A broker slower than its clients (an fsync after every append) with a request memory pool
+# smaller than what the producers keep in flight (50 producers, up to 5 requests of up to 1 MB
+# each), so the producers must be held back and the pool is certain to run out. (With 16 MiB
+# the pool ran out only while an fsync cost more than the producers' pace: once a flush became
+# one fsync instead of three, it no longer did.)
+QUEUED_MAX_REQUEST_BYTES = 1024 * 1024
 SLOW_BROKER = {"log.flush.interval.messages": 1,
                "queued.max.request.bytes": QUEUED_MAX_REQUEST_BYTES,
                "socket.request.max.bytes": QUEUED_MAX_REQUEST_BYTES}
 # ARCHITECTURE.md, "Memory bounds": RSS <= 64 MiB + queued.max.request.bytes + 64 KiB per
-# connection + the index pages touched (20 B per 4 KiB of records, 5 MiB per GiB). Here: 16 MiB
+# connection + the index pages touched (20 B per 4 KiB of records, 5 MiB per GiB). Here: 1 MiB
 # of requests, the sockets counted at their peak (about 80: 5 MiB), and under 1 GiB of records
-# (asserted): about 90 MiB. The peak measured on sluice is 35-50 MiB.
+# (asserted): about 75 MiB. The peak measured on sluice is 35-50 MiB.
 FIXED_KIB, PER_CONNECTION_KIB, INDEX_PAGES_KIB, MAX_RECORD_BYTES = 64 * 1024, 64, 5 * 1024, 1 << 30
 # Longer than the whole test: a record (or a request waiting for the broker to read it) that
 # cannot be delivered at once waits, never expires, so any delivery failure is a real one.

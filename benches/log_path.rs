@@ -19,7 +19,13 @@ const RECORD_BYTES: usize = 1024;
 const RECORDS_PER_BATCH: usize = 16;
 
 fn batch() -> Bytes {
-    let records: Vec<Record> = (0..RECORDS_PER_BATCH)
+    batch_of(RECORDS_PER_BATCH, Compression::None)
+}
+
+/// `count` records of 1 KiB values (a counter in each, the rest filler), compressed with
+/// `compression`.
+fn batch_of(count: usize, compression: Compression) -> Bytes {
+    let records: Vec<Record> = (0..count)
         .map(|i| Record {
             transactional: false,
             control: false,
@@ -32,7 +38,9 @@ fn batch() -> Bytes {
             sequence: i as i32 - 1,
             timestamp: 1_700_000_000_000 + i as i64,
             key: Some(Bytes::from(format!("key-{i}"))),
-            value: Some(Bytes::from(vec![b'x'; RECORD_BYTES])),
+            value: Some(Bytes::from(
+                format!("{i:08}").repeat(RECORD_BYTES / 8).into_bytes(),
+            )),
             headers: Default::default(),
         })
         .collect();
@@ -42,7 +50,7 @@ fn batch() -> Bytes {
         records.iter(),
         &RecordEncodeOptions {
             version: 2,
-            compression: Compression::None,
+            compression,
         },
     )
     .expect("encode");
@@ -120,7 +128,7 @@ fn read(c: &mut Criterion) {
     group.finish();
 }
 
-/// Produce validation's record walk over one uncompressed 16 KiB batch.
+/// Produce validation's record walk over one uncompressed 16 KiB batch, and over an lz4 batch.
 fn walk(c: &mut Criterion) {
     let batch = batch();
     let mut group = c.benchmark_group("walk");
@@ -134,6 +142,17 @@ fn walk(c: &mut Criterion) {
                 1 << 30,
                 |_, _, _| Ok(()),
             )
+            .expect("walk")
+        })
+    });
+    // 256 records, 256 KiB decompressed: several 64 KiB lz4 blocks, as a client's batch has.
+    let lz4 = batch_of(256, Compression::Lz4);
+    group.throughput(Throughput::Bytes(256 * RECORD_BYTES as u64));
+    group.bench_function("256KiB_lz4_batch_decompressed", |b| {
+        b.iter(|| {
+            sluice::protocol::record_walk::walk_records(3, &lz4[61..], 256, 1 << 30, |_, _, _| {
+                Ok(())
+            })
             .expect("walk")
         })
     });

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::TestBroker;
+use common::{Client, TestBroker};
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::*;
@@ -49,16 +49,27 @@ async fn api_versions_every_version_and_the_fallback() {
     );
 }
 
+/// Metadata v12 for `topic`, creating it if it does not exist.
+async fn auto_create(client: &mut Client, topic: &str) -> MetadataResponse {
+    let request = MetadataRequest::default()
+        .with_topics(Some(vec![MetadataRequestTopic::default()
+            .with_name(Some(name(topic)))
+            .with_topic_id(uuid::Uuid::nil())]))
+        .with_allow_auto_topic_creation(true);
+    client.call(ApiKey::Metadata, 12, &request).await
+}
+
+/// Metadata v12 for every topic.
+async fn all_topics(client: &mut Client) -> MetadataResponse {
+    let request = MetadataRequest::default().with_topics(None);
+    client.call(ApiKey::Metadata, 12, &request).await
+}
+
 #[tokio::test]
 async fn a_lost_partition_metadata_file_gets_the_topic_id_back() {
     let mut broker = TestBroker::start(&[("num.partitions", "3")]).await;
     let mut client = broker.client().await;
-    let request = MetadataRequest::default()
-        .with_topics(Some(vec![MetadataRequestTopic::default()
-            .with_name(Some(name("lost")))
-            .with_topic_id(uuid::Uuid::nil())]))
-        .with_allow_auto_topic_creation(true);
-    let response: MetadataResponse = client.call(ApiKey::Metadata, 12, &request).await;
+    let response = auto_create(&mut client, "lost").await;
     let id = response.topics[0].topic_id;
     assert!(!id.is_nil());
     drop(client);
@@ -68,13 +79,7 @@ async fn a_lost_partition_metadata_file_gets_the_topic_id_back() {
     std::fs::remove_file(&file).unwrap();
     broker.start_again().await;
     let mut client = broker.client().await;
-    let all: MetadataResponse = client
-        .call(
-            ApiKey::Metadata,
-            12,
-            &MetadataRequest::default().with_topics(None),
-        )
-        .await;
+    let all = all_topics(&mut client).await;
     assert_eq!(all.topics.len(), 1);
     assert_eq!(all.topics[0].topic_id, id, "the topic keeps its id");
     let sibling = broker.dir.path().join("lost-1").join("partition.metadata");
@@ -89,12 +94,7 @@ async fn a_lost_partition_metadata_file_gets_the_topic_id_back() {
 async fn metadata_auto_creates_and_topic_ids_survive_restart() {
     let mut broker = TestBroker::start(&[("num.partitions", "3")]).await;
     let mut client = broker.client().await;
-    let request = MetadataRequest::default()
-        .with_topics(Some(vec![MetadataRequestTopic::default()
-            .with_name(Some(name("auto")))
-            .with_topic_id(uuid::Uuid::nil())]))
-        .with_allow_auto_topic_creation(true);
-    let response: MetadataResponse = client.call(ApiKey::Metadata, 12, &request).await;
+    let response = auto_create(&mut client, "auto").await;
     assert_eq!(response.controller_id, BrokerId(1));
     assert_eq!(response.brokers.len(), 1);
     assert_eq!(response.brokers[0].port, i32::from(broker.addr().port()));
@@ -106,13 +106,7 @@ async fn metadata_auto_creates_and_topic_ids_survive_restart() {
 
     broker.restart().await;
     let mut client = broker.client().await;
-    let all: MetadataResponse = client
-        .call(
-            ApiKey::Metadata,
-            12,
-            &MetadataRequest::default().with_topics(None),
-        )
-        .await;
+    let all = all_topics(&mut client).await;
     assert_eq!(all.topics.len(), 1);
     assert_eq!(
         all.topics[0].topic_id, id,
@@ -183,13 +177,7 @@ async fn metadata_creates_nothing_when_auto_create_is_disabled() {
         );
         assert!(response.topics[0].partitions.is_empty());
     }
-    let all: MetadataResponse = client
-        .call(
-            ApiKey::Metadata,
-            12,
-            &MetadataRequest::default().with_topics(None),
-        )
-        .await;
+    let all = all_topics(&mut client).await;
     assert!(all.topics.is_empty(), "no topic was created");
     assert!(!broker.dir.path().join("unknown-0").exists());
 }
@@ -314,13 +302,7 @@ async fn the_first_group_lookup_creates_the_internal_offsets_topic() {
     let response: FindCoordinatorResponse = client.call(ApiKey::FindCoordinator, 3, &request).await;
     assert_eq!((response.error_code, response.node_id), (0, BrokerId(1)));
     assert_eq!(response.port, i32::from(broker.addr().port()));
-    let all: MetadataResponse = client
-        .call(
-            ApiKey::Metadata,
-            12,
-            &MetadataRequest::default().with_topics(None),
-        )
-        .await;
+    let all = all_topics(&mut client).await;
     let offsets = all
         .topics
         .iter()

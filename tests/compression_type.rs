@@ -3,8 +3,8 @@
 
 mod common;
 
+use common::data::create_topic_with_configs;
 use common::{Client, TestBroker};
-use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::incremental_alter_configs_request::{
     AlterConfigsResource, AlterableConfig,
 };
@@ -17,23 +17,8 @@ fn s(text: &str) -> StrBytes {
 }
 
 async fn create(client: &mut Client, name: &str, configs: &[(&str, &str)]) {
-    let topic = CreatableTopic::default()
-        .with_name(TopicName(s(name)))
-        .with_num_partitions(1)
-        .with_replication_factor(-1)
-        .with_configs(
-            configs
-                .iter()
-                .map(|(k, v)| {
-                    CreatableTopicConfig::default()
-                        .with_name(s(k))
-                        .with_value(Some(s(v)))
-                })
-                .collect(),
-        );
-    let request = CreateTopicsRequest::default().with_topics(vec![topic]);
-    let response: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 7, &request).await;
-    assert_eq!(response.topics[0].error_code, 0, "{name}");
+    let error_code = create_topic_with_configs(client, name, 1, configs).await;
+    assert_eq!(error_code, 0, "{name}");
 }
 
 async fn produce(client: &mut Client, topic: &str, compression: Compression) -> i64 {

@@ -6,53 +6,21 @@
 mod common;
 
 use bytes::Bytes;
+use common::data::{self, create_topic_with_configs};
 use common::{batch, now_ms, Client, TestBroker};
-use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::Compression;
 use sluice::storage::Partition;
 
 const BATCHES: i64 = 20;
 const RECORDS_PER_BATCH: i64 = 3;
 
-fn s(text: &str) -> StrBytes {
-    StrBytes::from_string(text.to_string())
-}
-
 async fn create_topic(client: &mut Client, name: &str, configs: &[(&str, &str)]) {
-    let topic = CreatableTopic::default()
-        .with_name(TopicName(s(name)))
-        .with_num_partitions(1)
-        .with_replication_factor(-1)
-        .with_configs(
-            configs
-                .iter()
-                .map(|(k, v)| {
-                    CreatableTopicConfig::default()
-                        .with_name(s(k))
-                        .with_value(Some(s(v)))
-                })
-                .collect(),
-        );
-    let request = CreateTopicsRequest::default().with_topics(vec![topic]);
-    let response: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 7, &request).await;
-    assert_eq!(response.topics[0].error_code, 0);
+    assert_eq!(create_topic_with_configs(client, name, 1, configs).await, 0);
 }
 
 /// Produces with acks=all and returns the acknowledged base offset.
 async fn produce(client: &mut Client, topic: &str, records: Bytes) -> i64 {
-    let request = ProduceRequest::default()
-        .with_acks(-1)
-        .with_timeout_ms(5000)
-        .with_topic_data(vec![TopicProduceData::default()
-            .with_name(TopicName(s(topic)))
-            .with_partition_data(vec![PartitionProduceData::default()
-                .with_index(0)
-                .with_records(Some(records))])]);
-    let response: ProduceResponse = client.call(ApiKey::Produce, 9, &request).await;
-    let p = &response.responses[0].partition_responses[0];
+    let p = data::produce(client, 9, topic, 0, records).await;
     assert_eq!(p.error_code, 0, "{:?}", p.error_message);
     p.base_offset
 }

@@ -3,8 +3,8 @@
 
 mod common;
 
+use common::data::create_topic_with_configs;
 use common::{Client, TestBroker};
-use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::incremental_alter_configs_request::{
     AlterConfigsResource, AlterableConfig,
@@ -17,28 +17,7 @@ fn s(text: &str) -> StrBytes {
 }
 
 async fn create(client: &mut Client, name: &str, partitions: i32, configs: &[(&str, &str)]) -> i16 {
-    let topic = CreatableTopic::default()
-        .with_name(TopicName(s(name)))
-        .with_num_partitions(partitions)
-        .with_replication_factor(-1)
-        .with_configs(
-            configs
-                .iter()
-                .map(|(k, v)| {
-                    CreatableTopicConfig::default()
-                        .with_name(s(k))
-                        .with_value(Some(s(v)))
-                })
-                .collect(),
-        );
-    let response: CreateTopicsResponse = client
-        .call(
-            ApiKey::CreateTopics,
-            7,
-            &CreateTopicsRequest::default().with_topics(vec![topic]),
-        )
-        .await;
-    response.topics[0].error_code
+    create_topic_with_configs(client, name, partitions, configs).await
 }
 
 async fn describe(

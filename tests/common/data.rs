@@ -14,18 +14,36 @@ pub fn topic_name(name: &str) -> TopicName {
 }
 
 pub async fn create_topic(client: &mut Client, name: &str, partitions: i32) {
-    let request = CreateTopicsRequest::default().with_topics(vec![
-        create_topics_request::CreatableTopic::default()
-            .with_name(topic_name(name))
-            .with_num_partitions(partitions)
-            .with_replication_factor(-1),
-    ]);
+    let error_code = create_topic_with_configs(client, name, partitions, &[]).await;
+    assert_eq!(error_code, 0, "creating {name}");
+}
+
+/// Creates a topic through CreateTopics v7 with `partitions` (-1: the broker's default) and
+/// topic `configs`; returns the topic's error code.
+pub async fn create_topic_with_configs(
+    client: &mut Client,
+    name: &str,
+    partitions: i32,
+    configs: &[(&str, &str)],
+) -> i16 {
+    let s = |text: &str| StrBytes::from_string(text.to_string());
+    let topic = create_topics_request::CreatableTopic::default()
+        .with_name(topic_name(name))
+        .with_num_partitions(partitions)
+        .with_replication_factor(-1)
+        .with_configs(
+            configs
+                .iter()
+                .map(|(k, v)| {
+                    create_topics_request::CreatableTopicConfig::default()
+                        .with_name(s(k))
+                        .with_value(Some(s(v)))
+                })
+                .collect(),
+        );
+    let request = CreateTopicsRequest::default().with_topics(vec![topic]);
     let response: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 7, &request).await;
-    assert_eq!(
-        response.topics[0].error_code, 0,
-        "{:?}",
-        response.topics[0].error_message
-    );
+    response.topics[0].error_code
 }
 
 /// A Produce request carrying `records` for one partition.

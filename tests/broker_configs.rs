@@ -4,39 +4,11 @@
 
 mod common;
 
+use common::configs::{describe_configs, incremental_alter_configs, BROKER, DELETE, SET, TOPIC};
+use common::data;
 use common::{Client, TestBroker};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
-use kafka_protocol::messages::incremental_alter_configs_request::{
-    AlterConfigsResource, AlterableConfig,
-};
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
-
-const TOPIC: i8 = 2;
-const BROKER: i8 = 4;
-const SET: i8 = 0;
-const DELETE: i8 = 1;
-
-fn s(text: &str) -> StrBytes {
-    StrBytes::from_string(text.to_string())
-}
-
-async fn describe(
-    client: &mut Client,
-    resource_type: i8,
-    name: &str,
-) -> describe_configs_response::DescribeConfigsResult {
-    let request = DescribeConfigsRequest::default()
-        .with_resources(vec![DescribeConfigsResource::default()
-            .with_resource_type(resource_type)
-            .with_resource_name(s(name))
-            .with_configuration_keys(None)])
-        .with_include_synonyms(true);
-    let mut response: DescribeConfigsResponse =
-        client.call(ApiKey::DescribeConfigs, 4, &request).await;
-    response.results.remove(0)
-}
 
 /// (value, source, synonym sources) of one config.
 async fn config(
@@ -45,7 +17,7 @@ async fn config(
     resource: &str,
     name: &str,
 ) -> (String, i8, Vec<i8>) {
-    let result = describe(client, resource_type, resource).await;
+    let result = describe_configs(client, resource_type, resource).await;
     assert_eq!(result.error_code, 0);
     let entry = result
         .configs
@@ -64,66 +36,19 @@ async fn alter_broker(
     broker: &str,
     ops: &[(&str, i8, Option<&str>)],
 ) -> (i16, String) {
-    let resource = AlterConfigsResource::default()
-        .with_resource_type(BROKER)
-        .with_resource_name(s(broker))
-        .with_configs(
-            ops.iter()
-                .map(|(n, op, v)| {
-                    AlterableConfig::default()
-                        .with_name(s(n))
-                        .with_config_operation(*op)
-                        .with_value(v.map(s))
-                })
-                .collect(),
-        );
-    let response: IncrementalAlterConfigsResponse = client
-        .call(
-            ApiKey::IncrementalAlterConfigs,
-            1,
-            &IncrementalAlterConfigsRequest::default().with_resources(vec![resource]),
-        )
-        .await;
-    let r = &response.responses[0];
-    (
-        r.error_code,
-        r.error_message
-            .as_ref()
-            .map(|m| m.to_string())
-            .unwrap_or_default(),
-    )
+    let (error_code, message) = incremental_alter_configs(client, BROKER, broker, ops).await;
+    (error_code, message.unwrap_or_default())
 }
 
 /// Produces `count` records stamped `timestamp_ms` onwards.
 async fn produce_at(client: &mut Client, topic: &str, count: usize, timestamp_ms: i64) {
-    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
     let records = common::batch(
         count,
         kafka_protocol::records::Compression::None,
         timestamp_ms,
     );
-    let request = ProduceRequest::default()
-        .with_acks(-1)
-        .with_timeout_ms(5000)
-        .with_topic_data(vec![TopicProduceData::default()
-            .with_name(TopicName(s(topic)))
-            .with_partition_data(vec![PartitionProduceData::default()
-                .with_index(0)
-                .with_records(Some(records))])]);
-    let response: ProduceResponse = client.call(ApiKey::Produce, 9, &request).await;
-    assert_eq!(response.responses[0].partition_responses[0].error_code, 0);
-}
-
-async fn earliest(client: &mut Client, topic: &str) -> i64 {
-    let request = ListOffsetsRequest::default()
-        .with_replica_id(BrokerId(-1))
-        .with_topics(vec![list_offsets_request::ListOffsetsTopic::default()
-            .with_name(TopicName(s(topic)))
-            .with_partitions(vec![
-                list_offsets_request::ListOffsetsPartition::default().with_timestamp(-2),
-            ])]);
-    let response: ListOffsetsResponse = client.call(ApiKey::ListOffsets, 7, &request).await;
-    response.topics[0].partitions[0].offset
+    let p = data::produce(client, 9, topic, 0, records).await;
+    assert_eq!(p.error_code, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -135,7 +60,7 @@ async fn dynamic_broker_configs_layer_apply_at_once_and_survive_restart() {
     .await;
     let mut client = broker.client().await;
     let create = CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
-        .with_name(TopicName(s("follows")))
+        .with_name(data::topic_name("follows"))
         .with_num_partitions(1)
         .with_replication_factor(-1)]);
     let created: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 7, &create).await;
@@ -146,7 +71,7 @@ async fn dynamic_broker_configs_layer_apply_at_once_and_survive_restart() {
     broker.advance_clock_ms(7_200_000);
     broker.run_retention_pass().await;
     assert_eq!(
-        earliest(&mut client, "follows").await,
+        data::earliest_offset(&mut client, "follows", 0).await,
         0,
         "48 hours' retention keeps 2-hour-old records"
     );
@@ -201,7 +126,11 @@ async fn dynamic_broker_configs_layer_apply_at_once_and_survive_restart() {
         ("3600000".into(), 3, vec![3, 4, 5])
     );
     broker.run_retention_pass().await;
-    assert_eq!(earliest(&mut client, "follows").await, 30, "retention ran");
+    assert_eq!(
+        data::earliest_offset(&mut client, "follows", 0).await,
+        30,
+        "retention ran"
+    );
 
     // This broker's own value beats the cluster default.
     assert_eq!(
@@ -249,7 +178,7 @@ async fn dynamic_broker_configs_layer_apply_at_once_and_survive_restart() {
 async fn read_only_marks_the_broker_configs_kafka_cannot_change_at_runtime() {
     let broker = TestBroker::start(&[]).await;
     let mut client = broker.client().await;
-    let node = describe(&mut client, BROKER, "1").await;
+    let node = describe_configs(&mut client, BROKER, "1").await;
     assert_eq!(node.error_code, 0);
     let read_only = |name: &str| {
         node.configs
@@ -264,12 +193,12 @@ async fn read_only_marks_the_broker_configs_kafka_cannot_change_at_runtime() {
     assert!(!read_only("message.max.bytes"));
 
     let create = CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
-        .with_name(TopicName(s("writable")))
+        .with_name(data::topic_name("writable"))
         .with_num_partitions(1)
         .with_replication_factor(-1)]);
     let created: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 7, &create).await;
     assert_eq!(created.topics[0].error_code, 0);
-    let topic = describe(&mut client, TOPIC, "writable").await;
+    let topic = describe_configs(&mut client, TOPIC, "writable").await;
     assert!(!topic.configs.is_empty());
     assert!(topic.configs.iter().all(|c| !c.read_only));
 }

@@ -3,11 +3,9 @@
 
 mod common;
 
-use common::data::create_topic_with_configs;
+use common::configs::{incremental_alter_configs, BROKER, SET};
+use common::data::{self, create_topic_with_configs};
 use common::{Client, TestBroker};
-use kafka_protocol::messages::incremental_alter_configs_request::{
-    AlterConfigsResource, AlterableConfig,
-};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{Compression, RecordBatchDecoder};
@@ -22,21 +20,8 @@ async fn create(client: &mut Client, name: &str, configs: &[(&str, &str)]) {
 }
 
 async fn produce(client: &mut Client, topic: &str, compression: Compression) -> i64 {
-    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-    let request = ProduceRequest::default()
-        .with_acks(-1)
-        .with_timeout_ms(5000)
-        .with_topic_data(vec![TopicProduceData::default()
-            .with_name(TopicName(s(topic)))
-            .with_partition_data(vec![PartitionProduceData::default()
-                .with_index(0)
-                .with_records(Some(common::batch(
-                    50,
-                    compression,
-                    common::now_ms(),
-                )))])]);
-    let response: ProduceResponse = client.call(ApiKey::Produce, 9, &request).await;
-    let p = &response.responses[0].partition_responses[0];
+    let records = common::batch(50, compression, common::now_ms());
+    let p = data::produce(client, 9, topic, 0, records).await;
     assert_eq!(p.error_code, 0, "{topic}");
     p.base_offset
 }
@@ -100,21 +85,9 @@ async fn batches_are_stored_in_the_topic_codec() {
     assert_eq!(stored_codecs(&mut client, "as-sent").await, [1, 4, 0, 2, 3]);
 
     // A broker default applies to topics without an override.
-    let resource = AlterConfigsResource::default()
-        .with_resource_type(4)
-        .with_resource_name(s(""))
-        .with_configs(vec![AlterableConfig::default()
-            .with_name(s("compression.type"))
-            .with_config_operation(0)
-            .with_value(Some(s("lz4")))]);
-    let response: IncrementalAlterConfigsResponse = client
-        .call(
-            ApiKey::IncrementalAlterConfigs,
-            1,
-            &IncrementalAlterConfigsRequest::default().with_resources(vec![resource]),
-        )
-        .await;
-    assert_eq!(response.responses[0].error_code, 0);
+    let ops = [("compression.type", SET, Some("lz4"))];
+    let (error_code, _) = incremental_alter_configs(&mut client, BROKER, "", &ops).await;
+    assert_eq!(error_code, 0);
     produce(&mut client, "as-sent", Compression::Gzip).await;
     assert_eq!(
         stored_codecs(&mut client, "as-sent").await,

@@ -3,12 +3,9 @@
 
 mod common;
 
-use common::data::create_topic_with_configs;
+use common::configs::{describe_configs, incremental_alter_configs, TOPIC};
+use common::data::{self, create_topic_with_configs};
 use common::{Client, TestBroker};
-use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
-use kafka_protocol::messages::incremental_alter_configs_request::{
-    AlterConfigsResource, AlterableConfig,
-};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
@@ -18,23 +15,6 @@ fn s(text: &str) -> StrBytes {
 
 async fn create(client: &mut Client, name: &str, partitions: i32, configs: &[(&str, &str)]) -> i16 {
     create_topic_with_configs(client, name, partitions, configs).await
-}
-
-async fn describe(
-    client: &mut Client,
-    resource_type: i8,
-    name: &str,
-) -> describe_configs_response::DescribeConfigsResult {
-    let request = DescribeConfigsRequest::default()
-        .with_resources(vec![DescribeConfigsResource::default()
-            .with_resource_type(resource_type)
-            .with_resource_name(s(name))
-            .with_configuration_keys(None)])
-        .with_include_synonyms(true)
-        .with_include_documentation(true);
-    let mut response: DescribeConfigsResponse =
-        client.call(ApiKey::DescribeConfigs, 4, &request).await;
-    response.results.remove(0)
 }
 
 fn value_and_source(
@@ -57,31 +37,7 @@ async fn incremental(
     topic: &str,
     ops: &[(&str, i8, Option<&str>)],
 ) -> (i16, Option<String>) {
-    let resource = AlterConfigsResource::default()
-        .with_resource_type(2)
-        .with_resource_name(s(topic))
-        .with_configs(
-            ops.iter()
-                .map(|(n, op, v)| {
-                    AlterableConfig::default()
-                        .with_name(s(n))
-                        .with_config_operation(*op)
-                        .with_value(v.map(s))
-                })
-                .collect(),
-        );
-    let response: IncrementalAlterConfigsResponse = client
-        .call(
-            ApiKey::IncrementalAlterConfigs,
-            1,
-            &IncrementalAlterConfigsRequest::default().with_resources(vec![resource]),
-        )
-        .await;
-    let r = &response.responses[0];
-    (
-        r.error_code,
-        r.error_message.as_ref().map(|m| m.to_string()),
-    )
+    incremental_alter_configs(client, TOPIC, topic, ops).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -98,7 +54,7 @@ async fn describe_and_alter_topic_configs_survive_restart() {
         "INVALID_CONFIG"
     );
 
-    let result = describe(&mut client, 2, "conf").await;
+    let result = describe_configs(&mut client, 2, "conf").await;
     assert_eq!(result.error_code, 0);
     assert!(result.configs.len() >= 30, "every topic config is listed");
     assert_eq!(
@@ -169,7 +125,7 @@ async fn describe_and_alter_topic_configs_survive_restart() {
 
     broker.restart().await;
     let mut client = broker.client().await;
-    let result = describe(&mut client, 2, "conf").await;
+    let result = describe_configs(&mut client, 2, "conf").await;
     assert_eq!(
         value_and_source(&result, "retention.ms"),
         ("60000".into(), 1),
@@ -187,7 +143,7 @@ async fn describe_and_alter_topic_configs_survive_restart() {
         0,
         "DELETE"
     );
-    let result = describe(&mut client, 2, "conf").await;
+    let result = describe_configs(&mut client, 2, "conf").await;
     assert_eq!(
         value_and_source(&result, "retention.ms").1,
         4,
@@ -205,7 +161,7 @@ async fn describe_and_alter_topic_configs_survive_restart() {
     ]);
     let response: AlterConfigsResponse = client.call(ApiKey::AlterConfigs, 1, &request).await;
     assert_eq!(response.responses[0].error_code, 0);
-    let result = describe(&mut client, 2, "conf").await;
+    let result = describe_configs(&mut client, 2, "conf").await;
     assert_eq!(
         value_and_source(&result, "max.message.bytes"),
         ("2000".into(), 1)
@@ -245,9 +201,9 @@ async fn describe_and_alter_topic_configs_survive_restart() {
     let response: ProduceResponse = client.call(ApiKey::Produce, 9, &request).await;
     assert_eq!(response.responses[0].partition_responses[0].error_code, 19);
 
-    let unknown = describe(&mut client, 2, "nope").await;
+    let unknown = describe_configs(&mut client, 2, "nope").await;
     assert_eq!(unknown.error_code, 3);
-    let node = describe(&mut client, 4, "1").await;
+    let node = describe_configs(&mut client, 4, "1").await;
     assert_eq!(node.error_code, 0);
     assert_eq!(value_and_source(&node, "node.id"), ("1".into(), 5));
 }
@@ -294,36 +250,18 @@ async fn create_partitions_grows_only() {
 
 /// Produces `count` records stamped `timestamp_ms` onwards; returns the base offset.
 async fn produce_at(client: &mut Client, topic: &str, count: usize, timestamp_ms: i64) -> i64 {
-    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
     let records = common::batch(
         count,
         kafka_protocol::records::Compression::None,
         timestamp_ms,
     );
-    let request = ProduceRequest::default()
-        .with_acks(-1)
-        .with_timeout_ms(5000)
-        .with_topic_data(vec![TopicProduceData::default()
-            .with_name(TopicName(s(topic)))
-            .with_partition_data(vec![PartitionProduceData::default()
-                .with_index(0)
-                .with_records(Some(records))])]);
-    let response: ProduceResponse = client.call(ApiKey::Produce, 9, &request).await;
-    let p = &response.responses[0].partition_responses[0];
+    let p = data::produce(client, 9, topic, 0, records).await;
     assert_eq!(p.error_code, 0);
     p.base_offset
 }
 
 async fn earliest(client: &mut Client, topic: &str) -> i64 {
-    let request = ListOffsetsRequest::default()
-        .with_replica_id(BrokerId(-1))
-        .with_topics(vec![list_offsets_request::ListOffsetsTopic::default()
-            .with_name(TopicName(s(topic)))
-            .with_partitions(vec![
-                list_offsets_request::ListOffsetsPartition::default().with_timestamp(-2),
-            ])]);
-    let response: ListOffsetsResponse = client.call(ApiKey::ListOffsets, 7, &request).await;
-    response.topics[0].partitions[0].offset
+    data::earliest_offset(client, topic, 0).await
 }
 
 async fn fetch_error(client: &mut Client, topic: &str, offset: i64) -> i16 {

@@ -46,6 +46,21 @@ pub async fn create_topic_with_configs(
     response.topics[0].error_code
 }
 
+/// The log start offset of a partition (ListOffsets v7, timestamp -2: earliest).
+pub async fn earliest_offset(client: &mut Client, topic: &str, partition: i32) -> i64 {
+    let request = ListOffsetsRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_topics(vec![list_offsets_request::ListOffsetsTopic::default()
+            .with_name(topic_name(topic))
+            .with_partitions(vec![
+                list_offsets_request::ListOffsetsPartition::default()
+                    .with_partition_index(partition)
+                    .with_timestamp(-2),
+            ])]);
+    let response: ListOffsetsResponse = client.call(ApiKey::ListOffsets, 7, &request).await;
+    response.topics[0].partitions[0].offset
+}
+
 /// A Produce request carrying `records` for one partition.
 pub fn produce_request(acks: i16, topic: &str, partition: i32, records: Bytes) -> ProduceRequest {
     ProduceRequest::default()

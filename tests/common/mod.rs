@@ -4,6 +4,7 @@
 //! flush pass on demand instead of sleeping until a background task notices.
 #![allow(dead_code)]
 
+pub mod configs;
 pub mod data;
 pub mod groups;
 pub mod quotas;

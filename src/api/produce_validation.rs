@@ -7,7 +7,10 @@
 
 use kafka_protocol::ResponseError;
 
-use crate::log::batch::{crc_is_valid, BatchHeader, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD};
+use crate::log::batch::{
+    crc_is_valid, BatchHeader, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MIN_BATCH_LENGTH_ANY_FORMAT,
+    RECORD_BATCH_OVERHEAD,
+};
 use crate::protocol::record_walk::{walk_records, WalkError};
 
 /// What a batch is checked against.
@@ -36,12 +39,6 @@ fn refuse(error: ResponseError, message: impl Into<String>) -> Refused {
 }
 
 const ZSTD: u8 = 4;
-
-/// The smallest batch size field Kafka's batch iterator accepts (a v0 message's overhead); a
-/// smaller one is corrupt rather than incomplete.
-const MIN_BATCH_SIZE_FIELD: i32 = 14;
-/// Bytes up to and including the magic byte: the part of a batch every format shares.
-const HEADER_BYTES_UP_TO_MAGIC: usize = 17;
 
 /// Kafka's request-level checks (`ProduceRequest.validateRecords`, digest §1.5 step 1), which
 /// come before acks and before the log: there must be one whole batch, of magic 2, zstd only
@@ -86,14 +83,16 @@ fn whole_batch_at(records: &[u8], position: usize) -> Result<Option<usize>, Refu
         return Ok(None);
     }
     let size_field = i32::from_be_bytes([rest[8], rest[9], rest[10], rest[11]]);
-    if size_field < MIN_BATCH_SIZE_FIELD {
+    if size_field < MIN_BATCH_LENGTH_ANY_FORMAT {
         return Err(refuse(
             ResponseError::CorruptMessage,
-            format!("record batch size {size_field} is below the minimum {MIN_BATCH_SIZE_FIELD}"),
+            format!(
+                "record batch size {size_field} is below the minimum {MIN_BATCH_LENGTH_ANY_FORMAT}"
+            ),
         ));
     }
     let batch_bytes = size_field as usize + LOG_OVERHEAD;
-    if rest.len() < batch_bytes.max(HEADER_BYTES_UP_TO_MAGIC) {
+    if rest.len() < batch_bytes.max(HEADER_SIZE_UP_TO_MAGIC) {
         return Ok(None);
     }
     let magic = rest[16] as i8;
@@ -156,13 +155,17 @@ pub fn validate(records: &[u8], limits: &BatchLimits) -> Result<BatchHeader, Ref
 
 /// How far a batch may decompress, in multiples of `max.message.bytes`: generous for real
 /// data, and a bound on the CPU a decompression bomb can cost.
-pub(crate) const DECOMPRESSION_FACTOR: u64 = 64;
+const DECOMPRESSION_FACTOR: u64 = 64;
+
+/// The most bytes a batch may decompress to under `max_message_bytes` (at least 1 MiB's worth).
+pub(crate) fn decompression_bound(max_message_bytes: i32) -> u64 {
+    DECOMPRESSION_FACTOR * u64::try_from(max_message_bytes.max(1 << 20)).unwrap_or(1 << 20)
+}
 
 /// Walks every record: exactly `records_count` of them, offset deltas 0..n-1, timestamps in
 /// bounds, nothing left over.
 fn check_records(body: &[u8], header: &BatchHeader, limits: &BatchLimits) -> Result<(), Refused> {
-    let max_bytes = DECOMPRESSION_FACTOR
-        * u64::try_from(limits.max_message_bytes.max(1 << 20)).unwrap_or(1 << 20);
+    let max_bytes = decompression_bound(limits.max_message_bytes);
     let mut bad_timestamp = None;
     let walked = walk_records(
         header.compression(),

@@ -14,16 +14,10 @@ use bytes::Bytes;
 use kafka_protocol::ResponseError;
 
 use super::errors::code;
-use super::produce_validation::{Refused, DECOMPRESSION_FACTOR};
-use crate::log::batch::BatchHeader;
+use super::produce_validation::{decompression_bound, Refused};
+use crate::log::batch::{self, BatchHeader, RECORD_BATCH_OVERHEAD};
 use crate::protocol::record_walk::decompressor;
 use crate::storage::TopicSettings;
-
-const RECORD_BATCH_OVERHEAD: usize = 61;
-const LENGTH_AT: usize = 8;
-const CRC_AT: usize = 17;
-const ATTRIBUTES_AT: usize = 21;
-const CODEC_BITS: i16 = 0x07;
 
 /// The snappy framing Kafka's Java client writes (xerial): magic, version 1, compatible 1,
 /// then blocks of at most 32 KiB, each prefixed by its compressed length.
@@ -51,14 +45,13 @@ pub fn to_topic_codec(
         return Ok(records);
     };
     let end = header.total_size().min(records.len());
-    let max_bytes =
-        DECOMPRESSION_FACTOR * u64::try_from(max_message_bytes.max(1 << 20)).unwrap_or(1 << 20);
+    let max_bytes = decompression_bound(max_message_bytes);
     let plain = decompress(codec, &records[RECORD_BATCH_OVERHEAD..end], max_bytes)?;
     let body = compress(target, &plain, settings.compression_level).map_err(|e| Refused {
         error_code: code(ResponseError::UnknownServerError),
         message: format!("recompressing the batch failed: {e}"),
     })?;
-    let batch = rebuild(&records[..RECORD_BATCH_OVERHEAD], &body, target);
+    let batch = batch::with_records(&records[..RECORD_BATCH_OVERHEAD], &body, target);
     if batch.len() > usize::try_from(max_message_bytes).unwrap_or(0) {
         return Err(Refused {
             error_code: code(ResponseError::MessageTooLarge),
@@ -135,21 +128,6 @@ pub fn compress(codec: u8, plain: &[u8], level: Option<i32>) -> std::io::Result<
         4 => zstd::stream::encode_all(plain, level.unwrap_or(ZSTD_LEVEL)),
         other => Err(std::io::Error::other(format!("unknown codec {other}"))),
     }
-}
-
-/// The batch `header` (61 bytes) with `body` in `codec`: new length, codec bits and CRC-32C.
-fn rebuild(header: &[u8], body: &[u8], codec: u8) -> Vec<u8> {
-    let mut batch = Vec::with_capacity(RECORD_BATCH_OVERHEAD + body.len());
-    batch.extend_from_slice(header);
-    batch.extend_from_slice(body);
-    let length = (batch.len() - 12) as i32;
-    batch[LENGTH_AT..LENGTH_AT + 4].copy_from_slice(&length.to_be_bytes());
-    let attributes = i16::from_be_bytes([batch[ATTRIBUTES_AT], batch[ATTRIBUTES_AT + 1]]);
-    let attributes = (attributes & !CODEC_BITS) | i16::from(codec);
-    batch[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&attributes.to_be_bytes());
-    let crc = crc32c::crc32c(&batch[ATTRIBUTES_AT..]);
-    batch[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
-    batch
 }
 
 #[cfg(test)]

@@ -190,6 +190,27 @@ pub fn set_log_append_time(head: &mut [u8], records: &[u8], append_time_ms: i64)
     head[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
 }
 
+/// A batch made of `head` (a batch's first `RECORD_BATCH_OVERHEAD` bytes) and `records` encoded
+/// in `codec`: the length, the codec bits of the attributes and the CRC-32C are set for the new
+/// records; every other header field is kept.
+pub fn with_records(head: &[u8], records: &[u8], codec: u8) -> Vec<u8> {
+    assert_eq!(
+        head.len(),
+        RECORD_BATCH_OVERHEAD,
+        "with_records takes a whole batch header"
+    );
+    let mut batch = Vec::with_capacity(RECORD_BATCH_OVERHEAD + records.len());
+    batch.extend_from_slice(head);
+    batch.extend_from_slice(records);
+    let length = (batch.len() - LOG_OVERHEAD) as i32;
+    batch[LENGTH_AT..LENGTH_AT + 4].copy_from_slice(&length.to_be_bytes());
+    let attributes = (be_i16(&batch, ATTRIBUTES_AT) & !COMPRESSION_MASK) | i16::from(codec);
+    batch[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&attributes.to_be_bytes());
+    let crc = crc32c::crc32c(&batch[CRC_COVERED_FROM..]);
+    batch[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+    batch
+}
+
 /// What the first bytes of a region say about the batch that starts there.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Frame {

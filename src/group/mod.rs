@@ -222,7 +222,6 @@ impl GroupCoordinator {
             wakeup_ms = wakeup_ms.min(group.wakeup_ms);
         }
         inner.wakeup_ms = wakeup_ms;
-        inner.reschedule_if_earlier(&self.timers_changed);
     }
 
     /// What an operation at `now_ms` works with.

@@ -374,11 +374,13 @@ impl PartitionLog {
     fn roll(&mut self, now_ms: i64) -> Result<(), LogError> {
         let new_base_offset = self.log_end_offset;
         self.active.on_become_inactive()?;
-        if self.recovery_point() > self.active.base_offset() {
-            // `flush` made some of this segment durable without its indexes. Once it is not
-            // the active segment, a checkpointed recovery point may lie past it, and recovery
-            // would then trust its indexes: make them durable now, while it is still the
-            // segment the recovery point is in. Two small fsyncs, once per roll.
+        if self.recovery_point() >= new_base_offset {
+            // `flush` made all of this segment durable without its indexes, so the recovery
+            // point already stands at its end. Once it is not the active segment, a checkpoint
+            // of that recovery point would make recovery trust its indexes: make them durable
+            // now. Two small fsyncs, at most once per roll. (A recovery point inside the
+            // segment cannot pass it before `flush` or the background flush has fsynced all of
+            // it, indexes included.)
             self.active.flush_indexes()?;
             self.index_flushes += 1;
         }
@@ -494,7 +496,8 @@ impl PartitionLog {
     /// fsyncs everything. The log stays usable: a later append grows the indexes again.
     pub fn close(&mut self) -> Result<(), LogError> {
         self.active.on_become_inactive()?;
-        self.active.flush(&self.segment_fsyncs)?;
+        // The indexes here; `flush` fsyncs the `.log` (once) and moves the recovery point.
+        self.active.flush_indexes()?;
         self.index_flushes += 1;
         self.flush()
     }

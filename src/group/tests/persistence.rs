@@ -273,7 +273,7 @@ async fn offsets_of_a_restored_empty_group_expire_from_when_it_emptied() {
     let leave = LeaveGroupRequest::default()
         .with_group_id(group_id("g"))
         .with_member_id(StrBytes::from_string(ids[0].clone()));
-    h.coordinator.leave_group(leave, 1);
+    assert_eq!(h.coordinator.leave_group(leave, 1).error_code, 0);
     let h = h.restart_with(config);
     h.advance(RETENTION_CHECK_MS).await;
     let fetched = h.coordinator.offset_fetch(

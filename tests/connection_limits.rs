@@ -9,38 +9,14 @@ mod common;
 
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use common::data::{create_topic, fetch_request, produce_request};
 use common::{Client, TestBroker};
 use kafka_protocol::messages::*;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
 
 /// One record with a value of `value_bytes`.
 fn large_batch(value_bytes: usize) -> Bytes {
-    let record = Record {
-        transactional: false,
-        control: false,
-        delete_horizon: false,
-        partition_leader_epoch: -1,
-        producer_id: -1,
-        producer_epoch: -1,
-        timestamp_type: TimestampType::Creation,
-        offset: 0,
-        sequence: -1,
-        timestamp: common::now_ms(),
-        key: None,
-        value: Some(Bytes::from(vec![b'x'; value_bytes])),
-        headers: Default::default(),
-    };
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::None,
-    };
-    RecordBatchEncoder::encode(&mut buf, [record].iter(), &options).unwrap();
-    buf.freeze()
+    common::sized_batch(1, value_bytes)
 }
 
 /// True when a response starts arriving within `wait`; consumes nothing.

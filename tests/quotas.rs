@@ -7,17 +7,14 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{BufMut, BytesMut};
+use common::data;
 use common::quotas::{alter, entity, remove, s, set};
 use common::{Client, TestBroker};
 use kafka_protocol::messages::describe_client_quotas_request::ComponentData;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::Decodable;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
 
 /// The client id `common::Client` sends.
 const CLIENT_ID: &str = "sluice-test";
@@ -233,56 +230,6 @@ async fn bad_input_gets_kafkas_error_codes() {
     }
 }
 
-/// A batch of `count` records with `value_bytes`-byte values, base offset 0.
-fn batch(count: usize, value_bytes: usize) -> Bytes {
-    let records: Vec<Record> = (0..count)
-        .map(|i| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: i as i32 - 1,
-            timestamp: common::now_ms(),
-            key: None,
-            value: Some(Bytes::from(vec![b'v'; value_bytes])),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::None,
-    };
-    RecordBatchEncoder::encode(&mut buf, records.iter(), &options).unwrap();
-    buf.freeze()
-}
-
-fn produce_request(topic: &str, records: Bytes) -> ProduceRequest {
-    ProduceRequest::default()
-        .with_acks(-1)
-        .with_timeout_ms(5000)
-        .with_topic_data(vec![TopicProduceData::default()
-            .with_name(TopicName(s(topic)))
-            .with_partition_data(vec![PartitionProduceData::default()
-                .with_index(0)
-                .with_records(Some(records))])])
-}
-
-async fn create_topic(client: &mut Client, name: &str) {
-    let request = CreateTopicsRequest::default().with_topics(vec![
-        create_topics_request::CreatableTopic::default()
-            .with_name(TopicName(s(name)))
-            .with_num_partitions(1)
-            .with_replication_factor(-1),
-    ]);
-    let response: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 7, &request).await;
-    assert_eq!(response.topics[0].error_code, 0);
-}
-
 /// Sends ApiVersions and returns how long its response took.
 async fn api_versions_round_trip(client: &mut Client) -> Duration {
     let started = Instant::now();
@@ -296,7 +243,7 @@ async fn api_versions_round_trip(client: &mut Client) -> Duration {
 async fn a_produce_flood_is_throttled_and_its_connection_muted() {
     let broker = TestBroker::start(&[]).await;
     let mut client = broker.client().await;
-    create_topic(&mut client, "flood").await;
+    data::create_topic(&mut client, "flood", 1).await;
     let quota = entity(&[("client-id", Some(CLIENT_ID))]);
     let results = alter(
         &mut client,
@@ -311,7 +258,7 @@ async fn a_produce_flood_is_throttled_and_its_connection_muted() {
     let (correlation_id, frame) = client.frame(
         ApiKey::Produce,
         9,
-        &produce_request("flood", batch(1000, 100)),
+        &data::produce_request(-1, "flood", 0, common::sized_batch(1000, 100)),
     );
     let request_bytes = (frame.len() - 4) as f64;
     client.send_raw(&frame).await;
@@ -341,7 +288,7 @@ async fn a_produce_flood_is_throttled_and_its_connection_muted() {
         .call(
             ApiKey::Produce,
             9,
-            &produce_request("flood", batch(10, 100)),
+            &data::produce_request(-1, "flood", 0, common::sized_batch(10, 100)),
         )
         .await;
     assert!(response.throttle_time_ms > 0, "the rate is per client id");
@@ -433,10 +380,14 @@ fn fetch_request(offset: i64, partition_max_bytes: i32) -> FetchRequest {
 async fn a_throttled_fetch_is_empty_capped_and_muted() {
     let broker = TestBroker::start(&[]).await;
     let mut client = broker.client().await;
-    create_topic(&mut client, "drip").await;
+    data::create_topic(&mut client, "drip", 1).await;
     for _ in 0..20 {
         let response: ProduceResponse = client
-            .call(ApiKey::Produce, 9, &produce_request("drip", batch(1, 900)))
+            .call(
+                ApiKey::Produce,
+                9,
+                &data::produce_request(-1, "drip", 0, common::sized_batch(1, 900)),
+            )
             .await;
         assert_eq!(response.responses[0].partition_responses[0].error_code, 0);
     }

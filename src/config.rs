@@ -54,6 +54,14 @@ pub struct Config {
     /// `log.retention.bytes`: a partition's size limit; -1 none.
     pub log_retention_bytes: i64,
     pub log_retention_check_interval_ms: u64,
+    /// `offsets.topic.segment.bytes`: `__consumer_offsets`' segment size, set when it is created.
+    pub offsets_topic_segment_bytes: u64,
+    /// `log.cleaner.enable`: compacted topics are cleaned.
+    pub log_cleaner_enable: bool,
+    /// `log.cleaner.backoff.ms`: the pause between cleaner passes over the compacted logs.
+    pub log_cleaner_backoff_ms: u64,
+    /// `log.cleaner.dedupe.buffer.size`: the most one cleaning round's key map may hold.
+    pub log_cleaner_dedupe_buffer_bytes: u64,
     /// `log.segment.delete.delay.ms`: how long a deleted segment's `.deleted` files linger.
     pub log_segment_delete_delay_ms: i64,
     /// `log.cleanup.policy`: `delete`, `compact` or both.
@@ -115,6 +123,10 @@ impl Default for Config {
             log_retention_ms: 604_800_000,
             log_retention_bytes: -1,
             log_retention_check_interval_ms: 300_000,
+            offsets_topic_segment_bytes: 104_857_600,
+            log_cleaner_enable: true,
+            log_cleaner_backoff_ms: 15_000,
+            log_cleaner_dedupe_buffer_bytes: 134_217_728,
             log_segment_delete_delay_ms: 60_000,
             log_cleanup_policy: "delete".into(),
             group_min_session_timeout_ms: 6_000,
@@ -321,6 +333,26 @@ impl Config {
             "log.retention.bytes" => self.log_retention_bytes = parse_min(key, value, -1)?,
             "log.retention.check.interval.ms" => {
                 self.log_retention_check_interval_ms = parse_min(key, value, 1)?
+            }
+            "offsets.topic.segment.bytes" => {
+                self.offsets_topic_segment_bytes = parse_min(key, value, 1)?
+            }
+            "log.cleaner.enable" => self.log_cleaner_enable = parse_bool(key, value)?,
+            "log.cleaner.backoff.ms" => self.log_cleaner_backoff_ms = parse_min(key, value, 1)?,
+            "log.cleaner.dedupe.buffer.size" => {
+                self.log_cleaner_dedupe_buffer_bytes = parse_min(key, value, 1)?
+            }
+            // Topic defaults: topic settings read them from `properties`; checked here.
+            "log.cleaner.min.cleanable.ratio"
+            | "log.cleaner.delete.retention.ms"
+            | "log.cleaner.min.compaction.lag.ms"
+            | "log.cleaner.max.compaction.lag.ms" => {
+                let topic_key = match key {
+                    "log.cleaner.min.cleanable.ratio" => "min.cleanable.dirty.ratio",
+                    other => other.trim_start_matches("log.cleaner."),
+                };
+                crate::storage::topic_config::validate(topic_key, value)
+                    .map_err(|e| ConfigError(format!("{key}: {e}")))?;
             }
             "log.segment.delete.delay.ms" => {
                 self.log_segment_delete_delay_ms = parse_min(key, value, 0)?

@@ -211,6 +211,12 @@ pub fn with_records(head: &[u8], records: &[u8], codec: u8) -> Vec<u8> {
     batch
 }
 
+/// Sets a batch header's record count (the log cleaner keeps a batch's offsets but not all of
+/// its records). The CRC is not updated: `with_records` computes it afterwards.
+pub fn set_records_count(head: &mut [u8], records_count: i32) {
+    head[RECORDS_COUNT_AT..RECORDS_COUNT_AT + 4].copy_from_slice(&records_count.to_be_bytes());
+}
+
 /// What the first bytes of a region say about the batch that starts there.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Frame {

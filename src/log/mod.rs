@@ -13,6 +13,8 @@
 
 pub mod batch;
 pub mod checkpoint;
+mod cleaner;
+pub mod compression;
 mod index;
 mod offset_index;
 mod read;
@@ -37,6 +39,7 @@ use std::sync::Arc;
 use batch::{set_base_offset, set_log_append_time, set_partition_leader_epoch, BatchHeader};
 use segment::LogSegment;
 
+pub use cleaner::{CleanOutcome, CleanerConfig};
 pub use retention::RetentionConfig;
 pub use segment::SegmentSlice;
 

@@ -1,5 +1,6 @@
-//! Per-record timestamps and offsets inside one stored batch, for ListOffsets by timestamp and by
-//! max timestamp: the only places the log looks inside a batch.
+//! Records inside one stored batch: per-record timestamps and offsets for ListOffsets by timestamp
+//! and by max timestamp, and keys, tombstones and raw record bytes for the log cleaner. These are
+//! the only places the log looks inside a batch.
 //!
 //! Decompression is kafka-protocol's. The record walk is ours, on purpose: kafka-protocol 0.18.0's
 //! `RecordBatchDecoder` reserves memory from counts read from the bytes (records count, header
@@ -51,6 +52,61 @@ pub(super) fn find_record(
     Ok(None)
 }
 
+/// One record of a stored batch, as the log cleaner sees it.
+pub(super) struct RecordView<'a> {
+    pub(super) offset: i64,
+    /// None for a null key.
+    pub(super) key: Option<&'a [u8]>,
+    /// The value is null: a delete marker (tombstone) on a compacted topic.
+    pub(super) is_tombstone: bool,
+    /// The whole record as stored, its length varint included, to be copied unchanged.
+    pub(super) bytes: &'a [u8],
+}
+
+/// The records section of one whole stored batch, decompressed.
+pub(super) fn records_of(header: &BatchHeader, batch: &[u8]) -> Result<Bytes, LogError> {
+    let end = header.total_size().min(batch.len());
+    decompress(header.compression(), &batch[RECORD_BATCH_OVERHEAD..end])
+}
+
+/// Calls `visit` for each of the header's records in `records` (from `records_of`), in order.
+pub(super) fn for_each_record(
+    header: &BatchHeader,
+    records: &[u8],
+    mut visit: impl FnMut(RecordView<'_>),
+) -> Result<(), LogError> {
+    let mut reader = VarintReader {
+        buf: records,
+        at: 0,
+    };
+    for _ in 0..header.records_count.max(0) {
+        let start = reader.at;
+        let length = reader.varint()?;
+        let length = usize::try_from(length)
+            .ok()
+            .filter(|length| *length <= reader.remaining())
+            .ok_or_else(|| corrupt("record length out of range"))?;
+        let end = reader.at + length;
+        let mut record = VarintReader {
+            buf: &records[..end],
+            at: reader.at,
+        };
+        let _attributes = record.byte()?;
+        let _timestamp_delta = record.varlong()?;
+        let offset_delta = record.varint()?;
+        let key = record.bytes_or_null()?;
+        let value_length = record.varint()?;
+        visit(RecordView {
+            offset: header.base_offset + i64::from(offset_delta),
+            key,
+            is_tombstone: value_length < 0,
+            bytes: &records[start..end],
+        });
+        reader.at = end;
+    }
+    Ok(())
+}
+
 /// The records section, decompressed by kafka-protocol. The output size is not bounded here: the
 /// batch was decompressed and checked by the produce path before it was stored.
 fn decompress(codec: u8, compressed: &[u8]) -> Result<Bytes, LogError> {
@@ -77,7 +133,20 @@ struct VarintReader<'a> {
     at: usize,
 }
 
-impl VarintReader<'_> {
+impl<'a> VarintReader<'a> {
+    /// A varint length then that many bytes; a negative length is null.
+    fn bytes_or_null(&mut self) -> Result<Option<&'a [u8]>, LogError> {
+        let Ok(length) = usize::try_from(self.varint()?) else {
+            return Ok(None);
+        };
+        if length > self.remaining() {
+            return Err(corrupt("field runs past the record"));
+        }
+        let bytes = &self.buf[self.at..self.at + length];
+        self.at += length;
+        Ok(Some(bytes))
+    }
+
     fn remaining(&self) -> usize {
         self.buf.len() - self.at
     }

@@ -50,6 +50,15 @@ impl RunningBroker {
             .unwrap_or(0)
     }
 
+    /// Runs one pass of the log cleaner now, at the broker clock's time: the pass the cleaner
+    /// task runs every `log.cleaner.backoff.ms`. Returns the cleaning rounds that ran.
+    pub async fn run_cleaner_pass(&self) -> usize {
+        let (logs, now_ms) = (self.logs.clone(), self.clock.now_ms());
+        tokio::task::spawn_blocking(move || logs.clean_logs(now_ms))
+            .await
+            .unwrap_or(0)
+    }
+
     /// Runs one pass of the flush scheduler now, at the broker clock's time: every log whose
     /// `flush.ms` has passed is fsynced.
     pub async fn run_flush_pass(&self) {
@@ -173,6 +182,12 @@ async fn background_tasks(
         config.log_retention_check_interval_ms,
     ));
     retention.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let cleaner = tokio::spawn(cleaner_task(
+        logs.clone(),
+        config.clone(),
+        clock.clone(),
+        shutdown.clone(),
+    ));
     flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     checkpoint.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -190,6 +205,34 @@ async fn background_tasks(
             _ = retention.tick() => {
                 let (logs, now_ms) = (logs.clone(), clock.now_ms());
                 let _ = tokio::task::spawn_blocking(move || retention_pass(&logs, now_ms)).await;
+            }
+            _ = shutdown.changed() => {
+                // A round under way finishes before the logs close.
+                let _ = cleaner.await;
+                return;
+            }
+        }
+    }
+}
+
+/// The log cleaner's own task, so that a long round never delays flushes or checkpoints: a pass
+/// over the compacted logs every `log.cleaner.backoff.ms`, when `log.cleaner.enable` is set.
+async fn cleaner_task(
+    logs: Arc<LogManager>,
+    config: Arc<Config>,
+    clock: Arc<dyn Clock>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    if !config.log_cleaner_enable {
+        return;
+    }
+    let mut backoff = tokio::time::interval(Duration::from_millis(config.log_cleaner_backoff_ms));
+    backoff.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = backoff.tick() => {
+                let (logs, now_ms) = (logs.clone(), clock.now_ms());
+                let _ = tokio::task::spawn_blocking(move || logs.clean_logs(now_ms)).await;
             }
             _ = shutdown.changed() => return,
         }

@@ -63,9 +63,14 @@ pub fn ensure_topic(logs: &LogManager, now_ms: i64) -> Result<Arc<super::Topic>,
     }
     let configs = std::collections::BTreeMap::from([
         ("cleanup.policy".to_string(), "compact".to_string()),
-        ("segment.bytes".to_string(), "104857600".to_string()),
+        (
+            "segment.bytes".to_string(),
+            logs.broker_config().offsets_topic_segment_bytes.to_string(),
+        ),
     ]);
-    let configs = TopicConfigs::validated(configs).map_err(|e| e.to_string())?;
+    // Not checked against a topic's 1 MiB segment.bytes floor: `offsets.topic.segment.bytes` has
+    // its own (1), as in Kafka, where the internal topic bypasses the topic-level check.
+    let configs = TopicConfigs::from_map(configs);
     match logs.create_topic(CONSUMER_OFFSETS_TOPIC, PARTITIONS, configs, now_ms) {
         Ok(topic) => Ok(topic),
         Err(super::TopicError::AlreadyExists) => logs

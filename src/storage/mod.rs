@@ -7,6 +7,7 @@
 //! through their partition's `Notify` (`Partition::appended`).
 
 pub mod broker_config;
+mod cleaning;
 pub mod consumer_offsets;
 mod layout;
 pub mod topic_config;
@@ -46,6 +47,8 @@ pub struct LogManager {
     cluster_id: String,
     topics: RwLock<HashMap<String, Arc<Topic>>>,
     producer_ids: ProducerIdAllocator,
+    /// Where each compacted partition's cleaning has reached (`cleaner-offset-checkpoint`).
+    cleaner_checkpoints: std::sync::Mutex<HashMap<(String, i32), i64>>,
     /// Held for the life of the broker so a second broker cannot open the same directory.
     _lock_file: File,
 }
@@ -68,6 +71,9 @@ impl LogManager {
             checkpoint_map(read_checkpoint(&log_dir.join(RECOVERY_POINT_CHECKPOINT)));
         let log_starts =
             checkpoint_map(read_checkpoint(&log_dir.join(LOG_START_OFFSET_CHECKPOINT)));
+        let cleaner_checkpoints = checkpoint_map(read_checkpoint(
+            &log_dir.join(cleaning::CLEANER_OFFSET_CHECKPOINT),
+        ));
         let topic_configs = topic::read_topic_configs(&log_dir)?;
         let dynamic = DynamicBrokerConfigs::read(&log_dir)?;
         // Kafka logs and skips dynamic configs it cannot apply rather than refusing to start.
@@ -133,6 +139,7 @@ impl LogManager {
             cluster_id,
             topics: RwLock::new(topics),
             producer_ids: ProducerIdAllocator::open(&config_log_dir)?,
+            cleaner_checkpoints: std::sync::Mutex::new(cleaner_checkpoints),
             _lock_file: lock_file,
         })
     }

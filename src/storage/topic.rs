@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use crate::config::Config;
 use crate::log::batch::BatchHeader;
-use crate::log::{LogConfig, LogError, PartitionLog, RetentionConfig};
+use crate::log::{CleanerConfig, LogConfig, LogError, PartitionLog, RetentionConfig};
 use crate::producer::{snapshot, ProducerStateManager};
 
 use super::layout::write_file_durably;
@@ -172,12 +172,53 @@ impl TopicConfigs {
                     .unwrap_or(1)
             }),
             retention: self.retention(broker),
+            cleaner: self.cleaner(broker),
             overrides: self.clone(),
         }
     }
 
+    /// The cleaner settings of a topic whose cleanup policy includes `compact`; None otherwise.
+    fn cleaner(&self, broker: &Config) -> Option<CleanerConfig> {
+        let compacted = self
+            .get_or_broker("cleanup.policy", "log.cleanup.policy", broker)
+            .unwrap_or(&broker.log_cleanup_policy)
+            .split(',')
+            .any(|p| p.trim() == "compact");
+        if !compacted {
+            return None;
+        }
+        let defaults = CleanerConfig::default();
+        let number = |key: &str, broker_key: &str| {
+            self.get_or_broker(key, broker_key, broker)
+                .and_then(|v| v.parse::<i64>().ok())
+        };
+        Some(CleanerConfig {
+            min_cleanable_dirty_ratio: self
+                .get_or_broker(
+                    "min.cleanable.dirty.ratio",
+                    "log.cleaner.min.cleanable.ratio",
+                    broker,
+                )
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(defaults.min_cleanable_dirty_ratio),
+            min_compaction_lag_ms: number(
+                "min.compaction.lag.ms",
+                "log.cleaner.min.compaction.lag.ms",
+            )
+            .unwrap_or(defaults.min_compaction_lag_ms),
+            max_compaction_lag_ms: number(
+                "max.compaction.lag.ms",
+                "log.cleaner.max.compaction.lag.ms",
+            )
+            .unwrap_or(defaults.max_compaction_lag_ms),
+            delete_retention_ms: number("delete.retention.ms", "log.cleaner.delete.retention.ms")
+                .unwrap_or(defaults.delete_retention_ms),
+            dedupe_buffer_bytes: broker.log_cleaner_dedupe_buffer_bytes,
+        })
+    }
+
     /// Time and size retention apply only where the cleanup policy includes `delete`; a
-    /// compact-only topic keeps everything (sluice does not compact yet).
+    /// compact-only topic keeps what the cleaner leaves.
     fn retention(&self, broker: &Config) -> RetentionConfig {
         let policy = self
             .0
@@ -219,6 +260,8 @@ pub struct TopicSettings {
     /// acks=all needs this many in-sync replicas; a single broker has one.
     pub min_insync_replicas: i64,
     pub retention: RetentionConfig,
+    /// Set when `cleanup.policy` includes `compact`.
+    pub cleaner: Option<CleanerConfig>,
     pub overrides: TopicConfigs,
 }
 

@@ -77,7 +77,7 @@ mod table {
 
     /// Kafka 4.1's topic configs, in name order.
     pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
-    def("cleanup.policy", List, "delete", &[("log.cleanup.policy", 1)], ListOf(&["delete", "compact"]), "The retention policy of old log segments: delete or compact (sluice stores compacted topics but does not compact them yet)."),
+    def("cleanup.policy", List, "delete", &[("log.cleanup.policy", 1)], ListOf(&["delete", "compact"]), "The retention policy of old log segments: delete, compact (keep the last record of each key), or both."),
     def("compression.gzip.level", Int, "-1", &[("compression.gzip.level", 1)], Between(-1.0, 9.0), "The gzip level used when compression.type is gzip."),
     def("compression.lz4.level", Int, "9", &[("compression.lz4.level", 1)], Between(1.0, 17.0), "The lz4 level used when compression.type is lz4."),
     def("compression.type", String, "producer", &[("compression.type", 1)], OneOf(&["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"]), "The final compression of the topic's batches: a codec, or 'producer' to keep the producer's."),

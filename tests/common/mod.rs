@@ -87,6 +87,11 @@ impl TestBroker {
         self.broker.as_ref().unwrap().run_retention_pass().await
     }
 
+    /// One log-cleaner pass at the broker's time; returns the cleaning rounds that ran.
+    pub async fn run_cleaner_pass(&self) -> usize {
+        self.broker.as_ref().unwrap().run_cleaner_pass().await
+    }
+
     /// One flush-scheduler pass at the broker's time.
     pub async fn run_flush_pass(&self) {
         self.broker.as_ref().unwrap().run_flush_pass().await

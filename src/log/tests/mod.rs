@@ -2,6 +2,7 @@
 //! inspected and damaged on purpose. Time is always passed explicitly; nothing sleeps.
 
 mod append_read;
+mod cleaner;
 mod kafka_compat;
 mod recovery;
 mod retention;

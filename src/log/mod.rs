@@ -39,7 +39,7 @@ use std::sync::Arc;
 use batch::{set_base_offset, set_log_append_time, set_partition_leader_epoch, BatchHeader};
 use segment::LogSegment;
 
-pub use cleaner::{CleanOutcome, CleanerConfig};
+pub use cleaner::{CleanOutcome, CleanedRound, CleanerConfig, CleaningRound};
 pub use retention::RetentionConfig;
 pub use segment::SegmentSlice;
 

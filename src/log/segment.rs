@@ -390,6 +390,12 @@ impl LogSegment {
         Ok(bytes)
     }
 
+    /// The open `.log`, for a reader that outlives the partition's lock (the log cleaner): an
+    /// inactive segment's bytes never change, and the handle keeps them even once deleted.
+    pub(super) fn log_file(&self) -> &Arc<File> {
+        &self.log
+    }
+
     pub(super) fn scanner(&self, start: u64, chunk_bytes: usize) -> BatchScanner<'_> {
         BatchScanner::new(&self.log, start, self.size_bytes, chunk_bytes)
     }

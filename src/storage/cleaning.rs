@@ -4,11 +4,11 @@
 //! decides whether it is due); the first dirty offset of each is remembered in
 //! `cleaner-offset-checkpoint`, written atomically after a pass that cleaned anything.
 //!
-//! A round holds its partition's lock while it rewrites segments, so appends and reads of that
-//! one partition wait for it; other partitions are untouched. Kafka cleans without the lock and
-//! takes it only for the swap.
+//! As in Kafka, a round takes its partition's lock only to plan and to swap the rewritten
+//! segments in; reading the old segments and writing the new ones happens without it, so
+//! appends and fetches carry on meanwhile.
 
-use super::LogManager;
+use super::{LogManager, PartitionError};
 use crate::log::checkpoint::write_checkpoint;
 
 pub(super) const CLEANER_OFFSET_CHECKPOINT: &str = "cleaner-offset-checkpoint";
@@ -27,11 +27,22 @@ impl LogManager {
             for partition in &topic.partitions {
                 let key = (topic.name.clone(), partition.index);
                 let checkpoint = self.cleaner_checkpoint(&key);
-                let result = partition.with_log(|log| {
+                // Planned and swapped in under the partition's lock; written without it.
+                let planned = partition.with_log(|log| {
                     // An offset past the log end belongs to a deleted topic of the same name.
                     let first_dirty = checkpoint.filter(|o| *o <= log.log_end_offset());
-                    log.clean(first_dirty.unwrap_or(0), &cleaner, now_ms)
+                    log.plan_cleaning(first_dirty.unwrap_or(0), &cleaner, now_ms)
                 });
+                let result = match planned {
+                    Ok(Some(round)) => match round.write() {
+                        Ok(Some(cleaned)) => {
+                            partition.with_log(|log| log.finish_cleaning(cleaned, now_ms))
+                        }
+                        Ok(None) => Ok(None),
+                        Err(e) => Err(PartitionError::Log(e)),
+                    },
+                    other => other.map(|_| None),
+                };
                 match result {
                     Ok(Some(outcome)) => {
                         self.cleaner_checkpoints

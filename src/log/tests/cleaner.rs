@@ -13,7 +13,7 @@ use kafka_protocol::records::{
 
 use super::{open, small_config};
 use crate::log::batch::BatchIter;
-use crate::log::{CleanerConfig, LogConfig, PartitionLog};
+use crate::log::{CleanerConfig, LogConfig, PartitionLog, RetentionConfig};
 
 /// (offset, key, value) of one stored record.
 type Stored = (i64, Option<Bytes>, Option<Bytes>);
@@ -377,4 +377,52 @@ fn an_interrupted_swap_is_completed_on_open() {
     assert_eq!(log.log_end_offset(), 150);
     assert!(!crashed.path().join(name(7, ".log.cleaned")).exists());
     assert!(!crashed.path().join(name(first, ".log.swap")).exists());
+}
+
+#[test]
+fn a_round_whose_segments_changed_meanwhile_is_discarded() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = rounds(dir.path(), &small_config());
+    let round = log
+        .plan_cleaning(0, &eager(), now_ms())
+        .unwrap()
+        .expect("due");
+    let cleaned = round.write().unwrap().expect("written");
+    let cleaned_files = |dir: &Path| {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .ends_with(".cleaned")
+            })
+            .count()
+    };
+    assert!(cleaned_files(dir.path()) > 0, "the round wrote its output");
+    // Meanwhile DeleteRecords and retention remove the first segment.
+    let second = *log.inactive.keys().nth(1).unwrap();
+    log.advance_log_start_offset(second).unwrap();
+    let retention = RetentionConfig {
+        retention_ms: -1,
+        retention_bytes: -1,
+        file_delete_delay_ms: 0,
+    };
+    let end = log.log_end_offset();
+    assert_eq!(log.delete_old_segments(&retention, end, 0).unwrap(), 1);
+    let before = stored(&log);
+    assert_eq!(log.finish_cleaning(cleaned, now_ms()).unwrap(), None);
+    assert_eq!(
+        cleaned_files(dir.path()),
+        0,
+        "the discarded output is deleted"
+    );
+    assert_eq!(stored(&log), before);
+    // The next round starts again from the new log start and succeeds.
+    let outcome = log
+        .clean(0, &eager(), now_ms())
+        .unwrap()
+        .expect("a round ran");
+    assert_compacted(&before, &stored(&log), outcome.next_dirty_offset);
 }

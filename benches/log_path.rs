@@ -10,9 +10,8 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{ApiKey, ProduceRequest, RequestHeader, TopicName};
 use kafka_protocol::protocol::{Encodable, StrBytes};
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::Compression;
+use sluice::log::encode::{self, PlainRecord};
 use sluice::log::{LogConfig, OpenOptions, PartitionLog};
 
 const RECORD_BYTES: usize = 1024;
@@ -25,36 +24,16 @@ fn batch() -> Bytes {
 /// `count` records of 1 KiB values (a counter in each, the rest filler), compressed with
 /// `compression`.
 fn batch_of(count: usize, compression: Compression) -> Bytes {
-    let records: Vec<Record> = (0..count)
-        .map(|i| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: i as i32 - 1,
-            timestamp: 1_700_000_000_000 + i as i64,
-            key: Some(Bytes::from(format!("key-{i}"))),
-            value: Some(Bytes::from(
+    let records = (0..count).map(|i| {
+        PlainRecord::new(
+            Some(Bytes::from(format!("key-{i}"))),
+            Some(Bytes::from(
                 format!("{i:08}").repeat(RECORD_BYTES / 8).into_bytes(),
             )),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        records.iter(),
-        &RecordEncodeOptions {
-            version: 2,
-            compression,
-        },
-    )
-    .expect("encode");
-    buf.freeze()
+            1_700_000_000_000 + i as i64,
+        )
+    });
+    encode::batch(records, compression).unwrap()
 }
 
 fn open_log(dir: &std::path::Path) -> PartitionLog {

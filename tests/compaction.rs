@@ -4,14 +4,13 @@
 
 mod common;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use common::data::{self, create_topic_with_configs, fetch, fetch_request, topic_name};
 use common::{Client, TestBroker};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::{Compression, RecordBatchDecoder};
+use sluice::log::encode::{self, PlainRecord};
 
 /// Small segments so that a few kilobytes make several; a cleaner task that never runs on its
 /// own, so each test runs its passes itself.
@@ -24,36 +23,20 @@ const OVERRIDES: &[(&str, &str)] = &[
 
 /// One batch: `round`'s value for each of `keys`.
 fn round_batch(keys: &[&str], round: usize) -> Bytes {
-    let records: Vec<Record> = keys
-        .iter()
-        .enumerate()
-        .map(|(i, key)| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: i as i32 - 1,
-            timestamp: common::now_ms(),
-            key: Some(Bytes::from(key.to_string())),
-            value: Some(Bytes::from(format!("{key}@{round}:{}", "x".repeat(100)))),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions {
-        version: 2,
-        compression: if round.is_multiple_of(2) {
-            Compression::None
-        } else {
-            Compression::Snappy
-        },
+    let records = keys.iter().map(|key| {
+        let value = format!("{key}@{round}:{}", "x".repeat(100));
+        PlainRecord::new(
+            Some(Bytes::from(key.to_string())),
+            Some(Bytes::from(value)),
+            common::now_ms(),
+        )
+    });
+    let compression = if round.is_multiple_of(2) {
+        Compression::None
+    } else {
+        Compression::Snappy
     };
-    RecordBatchEncoder::encode(&mut buf, records.iter(), &options).unwrap();
-    buf.freeze()
+    encode::batch(records, compression).unwrap()
 }
 
 /// Every record of the partition as (offset, key, value), fetched the way a consumer does.

@@ -261,43 +261,16 @@ fn check_timestamp(timestamp_ms: i64, limits: &BatchLimits) -> Result<(), Refuse
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bytes::{Bytes, BytesMut};
-    use kafka_protocol::records::{
-        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-    };
+    use crate::log::encode::{self, PlainRecord};
+    use bytes::Bytes;
+    use kafka_protocol::records::Compression;
 
     fn batch(keys: &[Option<&'static [u8]>], compression: Compression) -> Bytes {
-        let records: Vec<Record> = keys
+        let value = || Some(Bytes::from_static(b"v"));
+        let records = keys
             .iter()
-            .enumerate()
-            .map(|(i, key)| Record {
-                transactional: false,
-                control: false,
-                delete_horizon: false,
-                partition_leader_epoch: -1,
-                producer_id: -1,
-                producer_epoch: -1,
-                timestamp_type: TimestampType::Creation,
-                offset: i as i64,
-                // The encoder starts a new batch where sequences are not consecutive.
-                sequence: i as i32 - 1,
-                timestamp: 1000,
-                key: key.map(Bytes::from_static),
-                value: Some(Bytes::from_static(b"v")),
-                headers: Default::default(),
-            })
-            .collect();
-        let mut buf = BytesMut::new();
-        RecordBatchEncoder::encode(
-            &mut buf,
-            records.iter(),
-            &RecordEncodeOptions {
-                version: 2,
-                compression,
-            },
-        )
-        .unwrap();
-        buf.freeze()
+            .map(|key| PlainRecord::new(key.map(Bytes::from_static), value(), 1000));
+        encode::batch(records, compression).unwrap()
     }
 
     fn limits(compacted: bool) -> BatchLimits {

@@ -73,41 +73,18 @@ fn decompress(codec: u8, body: &[u8], max_bytes: u64) -> Result<Vec<u8>, Refused
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kafka_protocol::records::{
-        Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions,
-        TimestampType,
-    };
+    use crate::log::encode::{self, PlainRecord};
+    use kafka_protocol::records::{Compression, RecordBatchDecoder};
 
     fn batch(count: usize, compression: Compression) -> Bytes {
-        let records: Vec<Record> = (0..count)
-            .map(|i| Record {
-                transactional: false,
-                control: false,
-                delete_horizon: false,
-                partition_leader_epoch: 0,
-                producer_id: -1,
-                producer_epoch: -1,
-                timestamp_type: TimestampType::Creation,
-                offset: i as i64,
-                // The encoder splits batches where sequences are not consecutive.
-                sequence: i as i32 - 1,
-                timestamp: 1_700_000_000_000 + i as i64,
-                key: Some(Bytes::from(format!("key-{i}"))),
-                value: Some(Bytes::from(format!("value {i} ").repeat(20))),
-                headers: Default::default(),
-            })
-            .collect();
-        let mut buf = bytes::BytesMut::new();
-        RecordBatchEncoder::encode(
-            &mut buf,
-            &records,
-            &RecordEncodeOptions {
-                version: 2,
-                compression,
-            },
-        )
-        .unwrap();
-        buf.freeze()
+        let records = (0..count).map(|i| {
+            PlainRecord::new(
+                Some(Bytes::from(format!("key-{i}"))),
+                Some(Bytes::from(format!("value {i} ").repeat(20))),
+                1_700_000_000_000 + i as i64,
+            )
+        });
+        encode::batch(records, compression).unwrap()
     }
 
     fn settings(codec: Option<u8>, max_message_bytes: i32) -> TopicSettings {

@@ -15,6 +15,7 @@ pub mod batch;
 pub mod checkpoint;
 mod cleaner;
 pub mod compression;
+pub mod encode;
 mod index;
 mod offset_index;
 mod read;

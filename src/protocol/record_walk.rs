@@ -350,49 +350,23 @@ impl Read for SnappyReader<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bytes::{Bytes, BytesMut};
-    use kafka_protocol::records::{
-        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-    };
+    use crate::log::encode::{self, PlainRecord};
+    use bytes::Bytes;
+    use kafka_protocol::records::Compression;
 
     fn batch(count: usize, compression: Compression, value_bytes: usize) -> Bytes {
-        let records: Vec<Record> = (0..count)
-            .map(|i| Record {
-                transactional: false,
-                control: false,
-                delete_horizon: false,
-                partition_leader_epoch: -1,
-                producer_id: -1,
-                producer_epoch: -1,
-                timestamp_type: TimestampType::Creation,
-                offset: i as i64,
-                sequence: i as i32 - 1,
-                timestamp: 1000 + i as i64,
-                key: if i % 2 == 0 {
-                    Some(Bytes::from(format!("k{i}")))
-                } else {
-                    None
-                },
-                value: Some(Bytes::from(vec![b'v'; value_bytes])),
-                headers: [
-                    ("h".into(), Some(Bytes::from_static(b"x"))),
-                    ("n".into(), None),
-                ]
-                .into_iter()
-                .collect(),
-            })
-            .collect();
-        let mut buf = BytesMut::new();
-        RecordBatchEncoder::encode(
-            &mut buf,
-            records.iter(),
-            &RecordEncodeOptions {
-                version: 2,
-                compression,
-            },
-        )
-        .unwrap();
-        buf.freeze()
+        let records = (0..count).map(|i| PlainRecord {
+            key: (i % 2 == 0).then(|| Bytes::from(format!("k{i}"))),
+            value: Some(Bytes::from(vec![b'v'; value_bytes])),
+            timestamp_ms: 1000 + i as i64,
+            headers: [
+                ("h".into(), Some(Bytes::from_static(b"x"))),
+                ("n".into(), None),
+            ]
+            .into_iter()
+            .collect(),
+        });
+        encode::batch(records, compression).unwrap()
     }
 
     fn walk(batch: &[u8], count: i32, max: u64) -> Result<Vec<(i32, i64)>, WalkError> {

@@ -8,13 +8,12 @@
 
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use bytes::Bytes;
+use kafka_protocol::records::{Compression, RecordBatchDecoder};
 
 use super::{LogManager, TopicConfigs};
 use crate::group::StoreError;
+use crate::log::encode::{self, PlainRecord};
 use crate::time::Clock;
 
 pub const CONSUMER_OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -95,36 +94,13 @@ impl crate::group::OffsetStore for ConsumerOffsetsStore {
             .ok_or_else(|| StoreError::Io("offsets partition missing".to_string()))?
             .clone();
         let now_ms = self.clock.now_ms();
-        let records: Vec<Record> = records
-            .into_iter()
-            .enumerate()
-            .map(|(i, (key, value))| Record {
-                transactional: false,
-                control: false,
-                delete_horizon: false,
-                partition_leader_epoch: -1,
-                producer_id: -1,
-                producer_epoch: -1,
-                timestamp_type: TimestampType::Creation,
-                offset: i as i64,
-                // The encoder starts a new batch where sequences are not consecutive.
-                sequence: i as i32 - 1,
-                timestamp: now_ms,
-                key: Some(key),
-                value,
-                headers: Default::default(),
-            })
-            .collect();
-        let mut batch = BytesMut::new();
-        RecordBatchEncoder::encode(
-            &mut batch,
-            records.iter(),
-            &RecordEncodeOptions {
-                version: 2,
-                compression: Compression::None,
-            },
+        let batch = encode::batch(
+            records
+                .into_iter()
+                .map(|(key, value)| PlainRecord::new(Some(key), value, now_ms)),
+            Compression::None,
         )
-        .map_err(|e| StoreError::Io(e.to_string()))?;
+        .map_err(StoreError::Io)?;
         // The same bound a produced batch meets, which Kafka's coordinator also applies to its
         // own writes: a group of many members with large subscriptions can exceed it.
         let max_bytes = usize::try_from(topic.settings().max_message_bytes).unwrap_or(0);

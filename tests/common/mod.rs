@@ -15,10 +15,9 @@ use std::time::Duration;
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::Compression;
 use sluice::config::Config;
+use sluice::log::encode::{self, PlainRecord};
 use sluice::server::{start, RunningBroker};
 use sluice::storage::Partition;
 use sluice::time::{Clock, ManualClock, SystemClock};
@@ -251,35 +250,14 @@ impl Client {
 
 /// A v2 batch of `count` records with keys `k<i>` and values `v<i>`, base offset 0.
 pub fn batch(count: usize, compression: Compression, timestamp_ms: i64) -> Bytes {
-    let records: Vec<Record> = (0..count)
-        .map(|i| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            // The encoder splits batches where sequences are not consecutive.
-            sequence: i as i32 - 1,
-            timestamp: timestamp_ms + i as i64,
-            key: Some(Bytes::from(format!("k{i}"))),
-            value: Some(Bytes::from(format!("v{i}"))),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        records.iter(),
-        &RecordEncodeOptions {
-            version: 2,
-            compression,
-        },
-    )
-    .unwrap();
-    buf.freeze()
+    let records = (0..count).map(|i| {
+        PlainRecord::new(
+            Some(Bytes::from(format!("k{i}"))),
+            Some(Bytes::from(format!("v{i}"))),
+            timestamp_ms + i as i64,
+        )
+    });
+    encode::batch(records, compression).unwrap()
 }
 
 /// Copies a live data directory; files that vanish meanwhile are skipped.
@@ -300,30 +278,9 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
 /// `count` records without keys, each with a `value_bytes`-byte value, in one uncompressed
 /// batch at base offset 0: for tests where only the size matters.
 pub fn sized_batch(count: usize, value_bytes: usize) -> Bytes {
-    let records: Vec<Record> = (0..count)
-        .map(|i| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: i as i32 - 1,
-            timestamp: now_ms(),
-            key: None,
-            value: Some(Bytes::from(vec![b'v'; value_bytes])),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::None,
-    };
-    RecordBatchEncoder::encode(&mut buf, records.iter(), &options).unwrap();
-    buf.freeze()
+    let value = Bytes::from(vec![b'v'; value_bytes]);
+    let records = (0..count).map(|_| PlainRecord::new(None, Some(value.clone()), now_ms()));
+    encode::batch(records, Compression::None).unwrap()
 }
 
 pub fn now_ms() -> i64 {

@@ -5,14 +5,12 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::indexmap::IndexMap;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use bytes::Bytes;
+use kafka_protocol::records::{Compression, RecordBatchDecoder};
 
 use super::{open, small_config};
 use crate::log::batch::BatchIter;
+use crate::log::encode::{self, PlainRecord};
 use crate::log::{CleanerConfig, LogConfig, PartitionLog, RetentionConfig};
 
 /// (offset, key, value) of one stored record.
@@ -24,32 +22,14 @@ fn keyed_batch(
     timestamp: i64,
     compression: Compression,
 ) -> Vec<u8> {
-    let records: Vec<Record> = records
-        .iter()
-        .enumerate()
-        .map(|(n, (key, value))| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: n as i64,
-            sequence: n as i32 - 1,
+    let records = records.iter().map(|(key, value)| {
+        PlainRecord::new(
+            Some(Bytes::copy_from_slice(key.as_bytes())),
+            value.map(|v| Bytes::copy_from_slice(v.as_bytes())),
             timestamp,
-            key: Some(Bytes::copy_from_slice(key.as_bytes())),
-            value: value.map(|v| Bytes::copy_from_slice(v.as_bytes())),
-            headers: IndexMap::new(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions {
-        version: 2,
-        compression,
-    };
-    RecordBatchEncoder::encode(&mut buf, &records, &options).expect("encode");
-    buf.to_vec()
+        )
+    });
+    encode::batch(records, compression).unwrap().to_vec()
 }
 
 /// Every record from the log start offset to the log end offset, read as a consumer would.

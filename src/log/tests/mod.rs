@@ -10,13 +10,11 @@ mod timestamps;
 
 use std::path::Path;
 
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::indexmap::IndexMap;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use bytes::Bytes;
+use kafka_protocol::records::Compression;
 
-use super::batch::{BatchHeader, BatchIter};
+use super::batch::{set_base_offset, BatchHeader, BatchIter};
+use super::encode::{self, PlainRecord};
 use super::{LogConfig, OpenOptions, PartitionLog};
 
 #[derive(Debug, Clone)]
@@ -41,36 +39,19 @@ impl Default for BatchSpec {
 
 /// One v2 batch built by kafka-protocol's encoder, as a client would send it.
 pub(crate) fn encode_batch(spec: &BatchSpec) -> Vec<u8> {
-    let records: Vec<Record> = spec
-        .timestamps
-        .iter()
-        .enumerate()
-        .map(|(n, timestamp)| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: spec.base_offset + n as i64,
-            // The encoder splits batches where offset - sequence changes; base sequence stays -1.
-            sequence: n as i32 - 1,
-            timestamp: *timestamp,
-            key: Some(Bytes::from(format!("key-{n}"))),
-            value: Some(Bytes::from(vec![b'a' + (n % 26) as u8; spec.value_bytes])),
-            headers: IndexMap::new(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions {
-        version: 2,
-        compression: spec.compression,
-    };
-    RecordBatchEncoder::encode(&mut buf, &records, &options).expect("encode");
-    let batches = BatchIter::new(&buf).count();
-    assert_eq!(batches, 1, "the encoder must produce exactly one batch");
-    buf.to_vec()
+    let records = spec.timestamps.iter().enumerate().map(|(n, timestamp)| {
+        PlainRecord::new(
+            Some(Bytes::from(format!("key-{n}"))),
+            Some(Bytes::from(vec![b'a' + (n % 26) as u8; spec.value_bytes])),
+            *timestamp,
+        )
+    });
+    let mut batch = encode::batch(records, spec.compression)
+        .expect("encode")
+        .to_vec();
+    set_base_offset(&mut batch, spec.base_offset);
+    assert_eq!(BatchIter::new(&batch).count(), 1, "exactly one batch");
+    batch
 }
 
 /// A batch of `records` records all at `timestamp`, with values of `value_bytes`.

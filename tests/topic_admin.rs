@@ -548,3 +548,34 @@ async fn describe_topic_partitions_pages_with_a_cursor() {
         .await;
     assert_eq!(response.topics[0].error_code, 3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_change_that_cannot_be_saved_does_not_take_effect() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    assert_eq!(
+        create(&mut client, "unsaved", 1, &[("retention.ms", "1000000")]).await,
+        0
+    );
+    // The configs file is replaced through `<file>.tmp`; a directory there makes the save fail.
+    let blocker = broker.config().log_dir.join("sluice-topic-configs.tmp");
+    std::fs::create_dir(&blocker).unwrap();
+    let (error_code, _) =
+        incremental(&mut client, "unsaved", &[("retention.ms", 0, Some("5"))]).await;
+    assert_ne!(error_code, 0, "the change could not be saved");
+    // DescribeConfigs reports the settings in force.
+    let result = describe_configs(&mut client, 2, "unsaved").await;
+    assert_eq!(
+        value_and_source(&result, "retention.ms"),
+        ("1000000".into(), 1)
+    );
+    std::fs::remove_dir(&blocker).unwrap();
+    assert_eq!(
+        incremental(&mut client, "unsaved", &[("retention.ms", 0, Some("5"))])
+            .await
+            .0,
+        0
+    );
+    let result = describe_configs(&mut client, 2, "unsaved").await;
+    assert_eq!(value_and_source(&result, "retention.ms"), ("5".into(), 1));
+}

@@ -246,12 +246,17 @@ impl LogManager {
         }
         let id = Uuid::new_v4();
         let settings = configs.settings(&self.broker_config());
+        // Configs first: a topic directory never exists without its saved configs. (An entry
+        // whose directories then fail is ignored at start-up and dropped by the next save.)
+        let mut all = topic_config_maps(&topics);
+        all.insert(name.to_string(), settings.overrides.to_map());
+        topic::write_topic_configs(&self.log_dir, &all)
+            .map_err(|e| TopicError::Storage(e.to_string()))?;
         let partitions = (0..num_partitions)
             .map(|index| self.open_new_partition(name, id, index, &settings, now_ms))
             .collect::<Result<Vec<_>, _>>()?;
         let topic = Arc::new(Topic::new(name.to_string(), id, partitions, settings));
         topics.insert(name.to_string(), topic.clone());
-        self.persist_topic_configs(&topics)?;
         tracing::info!(topic = name, partitions = num_partitions, %id, "created topic");
         Ok(topic)
     }
@@ -299,12 +304,17 @@ impl LogManager {
         Ok(())
     }
 
-    /// Replaces a topic's config overrides; they take effect at once and are persisted.
+    /// Replaces a topic's config overrides: persisted first, then in effect at once. If they
+    /// cannot be saved, the request fails and the old ones stay in force.
     pub fn alter_topic_configs(&self, name: &str, configs: TopicConfigs) -> Result<(), TopicError> {
         let topics = self.topics.write().unwrap_or_else(|e| e.into_inner());
         let topic = topics.get(name).ok_or(TopicError::UnknownTopic)?;
-        apply_settings(topic, configs.settings(&self.broker_config()));
-        self.persist_topic_configs(&topics)?;
+        let settings = configs.settings(&self.broker_config());
+        let mut all = topic_config_maps(&topics);
+        all.insert(name.to_string(), settings.overrides.to_map());
+        topic::write_topic_configs(&self.log_dir, &all)
+            .map_err(|e| TopicError::Storage(e.to_string()))?;
+        apply_settings(topic, settings);
         tracing::info!(topic = name, "altered topic configs");
         Ok(())
     }
@@ -348,11 +358,7 @@ impl LogManager {
         &self,
         topics: &HashMap<String, Arc<Topic>>,
     ) -> Result<(), TopicError> {
-        let all: BTreeMap<String, BTreeMap<String, String>> = topics
-            .values()
-            .map(|t| (t.name.clone(), t.settings().overrides.to_map()))
-            .collect();
-        topic::write_topic_configs(&self.log_dir, &all)
+        topic::write_topic_configs(&self.log_dir, &topic_config_maps(topics))
             .map_err(|e| TopicError::Storage(e.to_string()))
     }
 
@@ -475,6 +481,16 @@ impl LogManager {
             .flat_map(|t| t.partitions.iter().cloned())
             .collect()
     }
+}
+
+/// Every topic's config overrides, as `sluice-topic-configs` stores them.
+fn topic_config_maps(
+    topics: &HashMap<String, Arc<Topic>>,
+) -> BTreeMap<String, BTreeMap<String, String>> {
+    topics
+        .values()
+        .map(|t| (t.name.clone(), t.settings().overrides.to_map()))
+        .collect()
 }
 
 /// Gives a topic new settings: its partitions' logs first, then the topic's own.

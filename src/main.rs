@@ -44,10 +44,18 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    match worker_threads_from_env() {
+        Ok(Some(threads)) => {
+            builder.worker_threads(threads);
+        }
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("sluice: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("sluice: cannot start runtime: {e}");
@@ -60,6 +68,22 @@ fn main() -> ExitCode {
             eprintln!("sluice: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `TOKIO_WORKER_THREADS`, which tokio reads when no count is given and panics on when it is
+/// not a number: checked here instead, so a bad value is an error message and exit status 2.
+fn worker_threads_from_env() -> Result<Option<usize>, String> {
+    const KEY: &str = "TOKIO_WORKER_THREADS";
+    match std::env::var(KEY) {
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => Err(format!("{KEY}: not a number")),
+        Ok(value) => match value.trim().parse::<usize>() {
+            Ok(threads) if threads > 0 => Ok(Some(threads)),
+            _ => Err(format!(
+                "{KEY}: expected a number of threads above 0, got '{value}'"
+            )),
+        },
     }
 }
 

@@ -177,6 +177,43 @@ async fn a_malformed_value_stops_start_up_naming_the_key() {
     assert!(stderr.contains("num.partitions"), "{stderr}");
 }
 
+#[test]
+fn a_malformed_worker_thread_count_stops_start_up_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let log_dirs = format!("log.dirs={}", dir.path().display());
+    for value in ["many", "0"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .env("TOKIO_WORKER_THREADS", value)
+            .args(["--override", "listeners=PLAINTEXT://127.0.0.1:0"])
+            .args(["--override", &log_dirs])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A broker that starts anyway would never exit: give it 10 s, then fail.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                child.kill().unwrap();
+                panic!("TOKIO_WORKER_THREADS={value}: the broker started");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert_eq!(
+            status.code(),
+            Some(2),
+            "TOKIO_WORKER_THREADS={value}: {stderr}"
+        );
+        assert!(stderr.contains("TOKIO_WORKER_THREADS"), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
+
 /// Reads a Kafka checkpoint file: version 0, a count, then `topic partition offset` lines.
 fn read_checkpoint(path: &Path) -> Vec<(String, i32, i64)> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path:?}: {e}"));

@@ -2,6 +2,7 @@
 //! shared state. This module dispatches by API key and frames the response. Handlers own no
 //! persistent state; everything durable lives in `storage`/`log`.
 
+mod acls;
 mod alter_client_quotas;
 mod alter_configs;
 mod api_versions;
@@ -15,6 +16,7 @@ mod describe_configs;
 mod describe_log_dirs;
 mod describe_topic_partitions;
 mod describe_user_scram_credentials;
+mod elect_leaders;
 mod errors;
 mod fetch;
 mod find_coordinator;
@@ -25,6 +27,7 @@ mod produce;
 mod produce_validation;
 mod recompress;
 mod throttle;
+mod transactions_admin;
 
 use std::sync::Arc;
 
@@ -227,6 +230,15 @@ async fn dispatch(
         }
         RequestKind::DescribeTopicPartitions(r) => {
             body(describe_topic_partitions::handle(broker, r))
+        }
+        RequestKind::DescribeAcls(_) => body(acls::describe()),
+        RequestKind::CreateAcls(r) => body(acls::create(r)),
+        RequestKind::DeleteAcls(r) => body(acls::delete(r)),
+        RequestKind::ElectLeaders(r) => body(elect_leaders::handle(broker, r)),
+        RequestKind::ListTransactions(r) => body(transactions_admin::list_transactions(r)),
+        RequestKind::DescribeTransactions(r) => body(transactions_admin::describe_transactions(r)),
+        RequestKind::DescribeProducers(r) => {
+            body(transactions_admin::describe_producers(broker, r))
         }
         other => Reply::Finished(Outcome::Close(format!("no handler for {other:?}"))),
     }

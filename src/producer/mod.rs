@@ -43,7 +43,7 @@ pub struct ProducerEntry {
 }
 
 impl ProducerEntry {
-    fn last_sequence(&self) -> Option<i32> {
+    pub fn last_sequence(&self) -> Option<i32> {
         self.batches.back().map(|b| b.last_sequence)
     }
 

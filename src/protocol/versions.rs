@@ -57,6 +57,13 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
     api(ApiKey::DescribeClientQuotas, 0, 0, 1),
     api(ApiKey::AlterClientQuotas, 0, 0, 1),
     api(ApiKey::DescribeUserScramCredentials, 0, 0, 0),
+    api(ApiKey::DescribeAcls, 1, 1, 3),
+    api(ApiKey::CreateAcls, 1, 1, 3),
+    api(ApiKey::DeleteAcls, 1, 1, 3),
+    api(ApiKey::ElectLeaders, 0, 0, 2),
+    api(ApiKey::DescribeProducers, 0, 0, 0),
+    api(ApiKey::DescribeTransactions, 0, 0, 0),
+    api(ApiKey::ListTransactions, 0, 0, 2),
 ];
 
 /// The served version range of an API key, or None when sluice does not implement it.

@@ -51,8 +51,10 @@ const CLEANED_SUFFIX: &str = ".log.cleaned";
 const SWAP_SUFFIX: &str = ".log.swap";
 
 /// What a round counts against `log.cleaner.dedupe.buffer.size` for each distinct key, beside
-/// the key's bytes: the map entry, the offset and the key's heap allocation.
-const MAP_ENTRY_OVERHEAD_BYTES: u64 = 48;
+/// the key's bytes: the table slot (key handle, offset, control byte) at the table's load, and
+/// the allocator's header of the key's own allocation, which is at least 16 bytes.
+const MAP_ENTRY_OVERHEAD_BYTES: u64 = 64;
+const MIN_KEY_ALLOCATION_BYTES: u64 = 16;
 
 /// A compacted topic's cleaner settings, named after Kafka's configs, units last.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -368,7 +370,8 @@ impl CleaningRound {
                         match map.latest.get_mut(key) {
                             Some(last) => *last = record.offset,
                             None => {
-                                map_bytes += key.len() as u64 + MAP_ENTRY_OVERHEAD_BYTES;
+                                map_bytes += (key.len() as u64).max(MIN_KEY_ALLOCATION_BYTES)
+                                    + MAP_ENTRY_OVERHEAD_BYTES;
                                 map.latest.insert(key.to_vec(), record.offset);
                             }
                         }

@@ -47,6 +47,19 @@ CONFIGS = [(1, "none"), (1, "lz4"), (8, "none"), (8, "lz4")]
 # librdkafka reads each topic this many times per consume run: one pass takes well under a
 # second, too short to be steady on a shared machine.
 RDK_CONSUME_PASSES = 3
+# librdkafka's own C benchmark client, examples/rdkafka_performance, which run.sh builds from the
+# librdkafka source the compat suite fetches. On this machine it outruns both brokers, where the
+# Java clients and the Python loop around confluent-kafka do not, so its cells measure the
+# brokers rather than the clients. Its payload is a repeated sentence, which lz4 squeezes to
+# almost nothing, so it runs the uncompressed configurations only.
+RDK_PERF = os.environ.get("RDKAFKA_PERFORMANCE", "")
+C_CONFIGS = [(p, c) for p, c in CONFIGS if c == "none"]
+# The C producer sends this many times `prod` records: `prod` alone takes well under a second.
+C_PRODUCE_FACTOR = 4
+C_CONSUME_PASSES = 3
+PERF_PRODUCED = re.compile(r"(\d+) messages produced \((\d+) bytes\), (\d+) delivered "
+                           r"\(offset -?\d+, (\d+) failed\) in (\d+)ms")
+PERF_CONSUMED = re.compile(r"(\d+) messages \((\d+) bytes\) consumed in (\d+)ms")
 
 # Never let a caller's heap settings leak into the broker (start-kafka.sh's default is
 # Kafka's own: -Xmx1g -Xms1g) or the tools.
@@ -302,6 +315,36 @@ def rdk(args, timeout):
     return json.loads(out.strip().splitlines()[-1])
 
 
+def c_produce(b, topic, n, timeout=300):
+    """rdkafka_performance -P: n records of RECORD bytes, acks=all, librdkafka's defaults
+    otherwise (linger.ms 5), to random partitions. -> {"mb_s", "bytes"}"""
+    _, out, err = run([RDK_PERF, "-P", "-t", topic, "-b", b.bootstrap, "-s", str(RECORD),
+                       "-c", str(n), "-a", "-1"], timeout)
+    # It prints a line every second; the last is the summary.
+    m = ([None] + list(PERF_PRODUCED.finditer(out + err)))[-1]
+    if not m or int(m[3]) != n or int(m[4]) != 0:
+        raise RuntimeError(f"rdkafka_performance -P: {n} not all delivered:\n{(out + err)[-1500:]}")
+    nbytes, ms = int(m[2]), max(int(m[5]), 1)
+    return {"mb_s": nbytes / 1e6 / (ms / 1000), "bytes": nbytes}
+
+
+def c_consume(b, topic, partitions, n, timeout=300):
+    """rdkafka_performance -C over every partition from the start, C_CONSUME_PASSES times, n
+    records each. -> {"mb_s", "bytes"} over all passes."""
+    total_bytes, total_ms = 0, 0
+    for _ in range(C_CONSUME_PASSES):
+        args = [RDK_PERF, "-C", "-t", topic, "-b", b.bootstrap, "-o", "beginning", "-c", str(n)]
+        for p in range(partitions):
+            args += ["-p", str(p)]
+        _, out, err = run(args, timeout)
+        m = ([None] + list(PERF_CONSUMED.finditer(out + err)))[-1]
+        if not m or int(m[1]) < n:
+            raise RuntimeError(f"rdkafka_performance -C: fewer than {n}:\n{(out + err)[-1500:]}")
+        total_bytes += int(m[2])
+        total_ms += max(int(m[3]), 1)
+    return {"mb_s": total_bytes / 1e6 / (total_ms / 1000), "bytes": total_bytes}
+
+
 def create_topics(b, topics):
     for t, parts in topics:
         rdk(["create", "--bootstrap", b.bootstrap, "--topic", t, "--partitions", str(parts)], 90)
@@ -426,18 +469,22 @@ def session(b, cfg, res, rep):
         cpu, nbytes = 0.0, 0
         for p, codec in CONFIGS:
             topic = f"p{p}-{codec}"
-            for gen in ("java", "rdk"):
+            gens = ("java", "rdk", "c") if RDK_PERF and (p, codec) in C_CONFIGS else ("java", "rdk")
+            for gen in gens:
                 c0 = proc_cpu_s(b.pid)
                 if gen == "java":
                     r = attempt(res, name, f"produce {topic} java",
                                 lambda: java_produce(b, topic, cfg["prod"], codec))
-                else:
+                elif gen == "rdk":
                     r = attempt(res, name, f"produce {topic} rdkafka", lambda: rdk(
                         ["produce", "--bootstrap", b.bootstrap, "--topic", topic,
                          "--count", str(cfg["prod"]), "--compression", codec], 300))
+                else:
+                    r = attempt(res, name, f"produce {topic} rdkafka_performance",
+                                lambda: c_produce(b, topic, C_PRODUCE_FACTOR * cfg["prod"]))
                 if r:
                     cpu += proc_cpu_s(b.pid) - c0
-                    nbytes += cfg["prod"] * RECORD
+                    nbytes += r["bytes"] if gen == "c" else cfg["prod"] * RECORD
                     res.add(name, f"produce_{gen}_p{p}_{codec}_mb_s", r["mb_s"])
                     log(f"   produce {topic} {gen}: {r['mb_s']:.1f} MB/s")
         if nbytes:
@@ -448,18 +495,24 @@ def session(b, cfg, res, rep):
         for p, codec in CONFIGS:
             topic = f"p{p}-{codec}"
             n = 2 * cfg["prod"]
-            for gen in ("java", "rdk"):
+            with_c = RDK_PERF and (p, codec) in C_CONFIGS
+            for gen in ("java", "rdk", "c") if with_c else ("java", "rdk"):
                 c0 = proc_cpu_s(b.pid)
                 if gen == "java":
                     r = attempt(res, name, f"consume {topic} java",
                                 lambda: java_consume(b, topic, n))
-                else:
+                elif gen == "rdk":
                     r = attempt(res, name, f"consume {topic} rdkafka", lambda: rdk(
                         ["consume", "--bootstrap", b.bootstrap, "--topic", topic,
                          "--count", str(n), "--passes", str(RDK_CONSUME_PASSES)], 300))
+                else:
+                    # Everything the three producers wrote.
+                    total = (2 + C_PRODUCE_FACTOR) * cfg["prod"]
+                    r = attempt(res, name, f"consume {topic} rdkafka_performance",
+                                lambda: c_consume(b, topic, p, total))
                 if r:
                     cpu += proc_cpu_s(b.pid) - c0
-                    nbytes += r["bytes"] if gen == "rdk" else n * RECORD
+                    nbytes += r["bytes"] if gen in ("rdk", "c") else n * RECORD
                     res.add(name, f"consume_{gen}_p{p}_{codec}_mb_s", r["mb_s"])
                     log(f"   consume {topic} {gen}: {r['mb_s']:.1f} MB/s")
         if nbytes:

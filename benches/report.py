@@ -13,7 +13,7 @@ import statistics
 import sys
 
 CONFIG_ROWS = [(1, "none"), (1, "lz4"), (8, "none"), (8, "lz4")]
-GEN = {"java": "Java", "rdk": "librdkafka"}
+GEN = {"java": "Java", "rdk": "librdkafka", "c": "librdkafka's C rdkafka_performance"}
 
 
 def rows():
@@ -21,7 +21,7 @@ def rows():
     out = []
     for kind, what in (("produce", "produce"), ("consume", "consume")):
         for p, c in CONFIG_ROWS:
-            for g in ("java", "rdk"):
+            for g in ("java", "rdk", "c") if c == "none" else ("java", "rdk"):
                 out.append(("Throughput (MB/s of record values, 1 KiB records, acks=all)",
                             f"{kind}_{g}_p{p}_{c}_mb_s",
                             f"{what} {p} partition{'s' if p > 1 else ''}, {c}, {GEN[g]}",

@@ -45,6 +45,17 @@ if [ "$mode" = profile ] && ! command -v perf >/dev/null 2>&1; then
     timeout 300 apt-get update -q >/dev/null && \
     timeout 300 apt-get install -y -q --no-install-recommends linux-perf >/dev/null )
 fi
+# librdkafka's C benchmark client (benches/README.md), built from the librdkafka source package
+# that compat-tests/librdkafka/run.sh --build-only fetches and builds for the compat suite.
+if [ "$mode" != profile ]; then
+  if timeout 1800 bash "$root/compat-tests/librdkafka/run.sh" --build-only >&2; then
+    tree="$(ls -d "$root"/compat-tests/.cache/librdkafka/librdkafka-*/ | head -n 1)"
+    if timeout 300 make -s -C "${tree}examples" rdkafka_performance >&2; then
+      export RDKAFKA_PERFORMANCE="${tree}examples/rdkafka_performance"
+    fi
+  fi
+  [ -n "${RDKAFKA_PERFORMANCE:-}" ] || say "rdkafka_performance not built; its rows stay empty"
+fi
 venv="$work/venv"
 if [ "$mode" != profile ] && ! "$venv/bin/python" -c 'import matplotlib' >/dev/null 2>&1; then
   say "creating $venv with matplotlib (plot)"

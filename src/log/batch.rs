@@ -41,6 +41,9 @@ const COMPRESSION_MASK: i16 = 0x07;
 const TIMESTAMP_TYPE_BIT: i16 = 1 << 3;
 const TRANSACTIONAL_BIT: i16 = 1 << 4;
 const CONTROL_BIT: i16 = 1 << 5;
+/// KIP-534: the base timestamp holds the time after which the cleaner may drop the batch's
+/// tombstones.
+const DELETE_HORIZON_BIT: i16 = 1 << 6;
 
 /// Why bytes are not a usable v2 batch header.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,6 +149,11 @@ impl BatchHeader {
         self.attributes & TRANSACTIONAL_BIT != 0
     }
 
+    /// The delete horizon the log cleaner stamped (KIP-534), if any.
+    pub fn delete_horizon_ms(&self) -> Option<i64> {
+        (self.attributes & DELETE_HORIZON_BIT != 0).then_some(self.base_timestamp)
+    }
+
     /// LogAppendTime batches carry the append time in max timestamp, and readers report it as the
     /// timestamp of every record.
     pub fn timestamp_type_is_log_append(&self) -> bool {
@@ -209,6 +217,20 @@ pub fn with_records(head: &[u8], records: &[u8], codec: u8) -> Vec<u8> {
     let crc = crc32c::crc32c(&batch[CRC_COVERED_FROM..]);
     batch[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
     batch
+}
+
+/// Stamps a delete horizon (KIP-534) into a header: attribute bit 6, and the horizon as base
+/// timestamp. The records' timestamp deltas must be re-encoded against it; the CRC is not
+/// updated (`with_records` computes it afterwards).
+pub fn set_delete_horizon(head: &mut [u8], horizon_ms: i64) {
+    let attributes = be_i16(head, ATTRIBUTES_AT) | DELETE_HORIZON_BIT;
+    head[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&attributes.to_be_bytes());
+    head[BASE_TIMESTAMP_AT..BASE_TIMESTAMP_AT + 8].copy_from_slice(&horizon_ms.to_be_bytes());
+}
+
+/// Sets a batch header's max timestamp; the CRC is not updated.
+pub fn set_max_timestamp(head: &mut [u8], max_timestamp_ms: i64) {
+    head[MAX_TIMESTAMP_AT..MAX_TIMESTAMP_AT + 8].copy_from_slice(&max_timestamp_ms.to_be_bytes());
 }
 
 /// Sets a batch header's record count (the log cleaner keeps a batch's offsets but not all of

@@ -55,12 +55,31 @@ pub(super) fn find_record(
 /// One record of a stored batch, as the log cleaner sees it.
 pub(super) struct RecordView<'a> {
     pub(super) offset: i64,
+    /// Relative to the batch's base timestamp.
+    pub(super) timestamp_delta: i64,
     /// None for a null key.
     pub(super) key: Option<&'a [u8]>,
     /// The value is null: a delete marker (tombstone) on a compacted topic.
     pub(super) is_tombstone: bool,
     /// The whole record as stored, its length varint included, to be copied unchanged.
     pub(super) bytes: &'a [u8],
+    /// The record's attributes byte.
+    attributes: u8,
+    /// Everything after the timestamp delta: offset delta, key, value, headers.
+    after_timestamp: &'a [u8],
+}
+
+impl RecordView<'_> {
+    /// Appends the record to `out` with its timestamp delta replaced (KIP-534: a batch that
+    /// gets a delete horizon as its base timestamp keeps each record's timestamp this way).
+    pub(super) fn write_with_timestamp_delta(&self, out: &mut Vec<u8>, timestamp_delta: i64) {
+        let mut body = Vec::with_capacity(self.bytes.len() + 10);
+        body.push(self.attributes);
+        put_varlong(&mut body, timestamp_delta);
+        body.extend_from_slice(self.after_timestamp);
+        put_varlong(out, body.len() as i64);
+        out.extend_from_slice(&body);
+    }
 }
 
 /// The records section of one whole stored batch, decompressed.
@@ -91,20 +110,34 @@ pub(super) fn for_each_record(
             buf: &records[..end],
             at: reader.at,
         };
-        let _attributes = record.byte()?;
-        let _timestamp_delta = record.varlong()?;
+        let attributes = record.byte()?;
+        let timestamp_delta = record.varlong()?;
+        let after_timestamp = &records[record.at..end];
         let offset_delta = record.varint()?;
         let key = record.bytes_or_null()?;
         let value_length = record.varint()?;
         visit(RecordView {
             offset: header.base_offset + i64::from(offset_delta),
+            timestamp_delta,
             key,
             is_tombstone: value_length < 0,
             bytes: &records[start..end],
+            attributes,
+            after_timestamp,
         });
         reader.at = end;
     }
     Ok(())
+}
+
+/// Kafka's zig-zag varlong (a varint is the same encoding for a value that fits 32 bits).
+fn put_varlong(out: &mut Vec<u8>, value: i64) {
+    let mut zigzag = ((value << 1) ^ (value >> 63)) as u64;
+    while zigzag >= 0x80 {
+        out.push((zigzag as u8) | 0x80);
+        zigzag >>= 7;
+    }
+    out.push(zigzag as u8);
 }
 
 /// The records section, decompressed by kafka-protocol. The output size is not bounded here: the

@@ -207,7 +207,8 @@ async fn background_tasks(
                 let _ = tokio::task::spawn_blocking(move || retention_pass(&logs, now_ms)).await;
             }
             _ = shutdown.changed() => {
-                // A round under way finishes before the logs close.
+                // The round under way finishes before the logs close; no other starts.
+                logs.stop_cleaning();
                 let _ = cleaner.await;
                 return;
             }
@@ -226,7 +227,9 @@ async fn cleaner_task(
     if !config.log_cleaner_enable {
         return;
     }
-    let mut backoff = tokio::time::interval(Duration::from_millis(config.log_cleaner_backoff_ms));
+    // The first pass one backoff after start-up, not at once: nothing is newly dirty then.
+    let period = Duration::from_millis(config.log_cleaner_backoff_ms);
+    let mut backoff = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     backoff.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {

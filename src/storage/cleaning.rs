@@ -8,6 +8,8 @@
 //! segments in; reading the old segments and writing the new ones happens without it, so
 //! appends and fetches carry on meanwhile.
 
+use std::sync::atomic::Ordering;
+
 use super::{LogManager, PartitionError};
 use crate::log::checkpoint::write_checkpoint;
 
@@ -19,19 +21,34 @@ impl LogManager {
         if !self.config.log_cleaner_enable {
             return 0;
         }
+        // One pass at a time: the background task's and `RunningBroker::run_cleaner_pass`'s.
+        let _pass = self.cleaner_pass.lock().unwrap_or_else(|e| e.into_inner());
         let mut rounds = 0;
         for topic in self.topics() {
             let Some(cleaner) = topic.settings().cleaner else {
                 continue;
             };
             for partition in &topic.partitions {
+                if self.cleaner_stopping.load(Ordering::Relaxed) {
+                    break;
+                }
                 let key = (topic.name.clone(), partition.index);
                 let checkpoint = self.cleaner_checkpoint(&key);
                 // Planned and swapped in under the partition's lock; written without it.
-                let planned = partition.with_log(|log| {
+                let planned = partition.with_state(|state| {
                     // An offset past the log end belongs to a deleted topic of the same name.
-                    let first_dirty = checkpoint.filter(|o| *o <= log.log_end_offset());
-                    log.plan_cleaning(first_dirty.unwrap_or(0), &cleaner, now_ms)
+                    let first_dirty = checkpoint.filter(|o| *o <= state.log.log_end_offset());
+                    let producer_last_offsets = state
+                        .producers
+                        .entries()
+                        .filter_map(|entry| entry.batches.back().map(|b| b.last_offset))
+                        .collect();
+                    state.log.plan_cleaning(
+                        first_dirty.unwrap_or(0),
+                        &cleaner,
+                        producer_last_offsets,
+                        now_ms,
+                    )
                 });
                 let result = match planned {
                     Ok(Some(round)) => match round.write() {
@@ -62,6 +79,23 @@ impl LogManager {
             }
         }
         rounds
+    }
+
+    /// Ends the current pass after the partition it is cleaning, and stops later ones: shutdown
+    /// then waits for one round at most.
+    pub fn stop_cleaning(&self) {
+        self.cleaner_stopping.store(true, Ordering::Relaxed);
+    }
+
+    /// Forgets a deleted topic's cleaning, so a new topic of the same name starts from offset 0.
+    pub(super) fn forget_cleaner_checkpoints(&self, topic: &str) {
+        self.cleaner_checkpoints
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(name, _), _| name != topic);
+        if let Err(e) = self.write_cleaner_checkpoint() {
+            tracing::error!("writing {CLEANER_OFFSET_CHECKPOINT} failed: {e}");
+        }
     }
 
     fn cleaner_checkpoint(&self, key: &(String, i32)) -> Option<i64> {

@@ -3,8 +3,9 @@
 //! (Kafka's `offsets.topic.num.partitions`). A group's records all go to partition
 //! `(javaHashCode(group) & 0x7fffffff) % 50`, as in Kafka, so one group's history stays in order.
 //!
-//! The topic is created on first use. Nothing compacts it yet, so it grows with every commit;
-//! at start-up it is replayed from its log start offset.
+//! The topic is created on first use, with `cleanup.policy=compact`: the log cleaner keeps each
+//! key's last record (`log::cleaner`), so it grows with the groups and partitions, not with
+//! every commit. At start-up it is replayed from its log start offset.
 
 use std::sync::Arc;
 

@@ -49,6 +49,10 @@ pub struct LogManager {
     producer_ids: ProducerIdAllocator,
     /// Where each compacted partition's cleaning has reached (`cleaner-offset-checkpoint`).
     cleaner_checkpoints: std::sync::Mutex<HashMap<(String, i32), i64>>,
+    /// Held by a cleaner pass: one at a time.
+    cleaner_pass: std::sync::Mutex<()>,
+    /// Set at shutdown: a pass stops after the partition it is on.
+    cleaner_stopping: std::sync::atomic::AtomicBool,
     /// Held for the life of the broker so a second broker cannot open the same directory.
     _lock_file: File,
 }
@@ -140,6 +144,8 @@ impl LogManager {
             topics: RwLock::new(topics),
             producer_ids: ProducerIdAllocator::open(&config_log_dir)?,
             cleaner_checkpoints: std::sync::Mutex::new(cleaner_checkpoints),
+            cleaner_pass: std::sync::Mutex::new(()),
+            cleaner_stopping: std::sync::atomic::AtomicBool::new(false),
             _lock_file: lock_file,
         })
     }
@@ -386,6 +392,7 @@ impl LogManager {
             }
         }
         self.persist_topic_configs(&self.topics.read().unwrap_or_else(|e| e.into_inner()))?;
+        self.forget_cleaner_checkpoints(name);
         tracing::info!(topic = name, "deleted topic");
         Ok(())
     }

@@ -2,14 +2,16 @@
 //! `delete.retention.ms`, the map bound limits a round, and an interrupted swap is completed on
 //! open.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use bytes::Bytes;
 use kafka_protocol::records::{Compression, RecordBatchDecoder};
 
 use super::{open, small_config};
-use crate::log::batch::BatchIter;
+use crate::log::batch::{
+    set_delete_horizon, with_records, BatchHeader, BatchIter, RECORD_BATCH_OVERHEAD,
+};
 use crate::log::encode::{self, PlainRecord};
 use crate::log::{CleanerConfig, LogConfig, PartitionLog, RetentionConfig};
 
@@ -360,11 +362,11 @@ fn an_interrupted_swap_is_completed_on_open() {
 }
 
 #[test]
-fn a_round_whose_segments_changed_meanwhile_is_discarded() {
+fn a_group_whose_segments_changed_meanwhile_is_not_swapped_in() {
     let dir = tempfile::tempdir().unwrap();
     let mut log = rounds(dir.path(), &small_config());
     let round = log
-        .plan_cleaning(0, &eager(), now_ms())
+        .plan_cleaning(0, &eager(), HashSet::new(), now_ms())
         .unwrap()
         .expect("due");
     let cleaned = round.write().unwrap().expect("written");
@@ -380,7 +382,10 @@ fn a_round_whose_segments_changed_meanwhile_is_discarded() {
             })
             .count()
     };
-    assert!(cleaned_files(dir.path()) > 0, "the round wrote its output");
+    assert!(
+        cleaned_files(dir.path()) > 1,
+        "the round wrote one file per group"
+    );
     // Meanwhile DeleteRecords and retention remove the first segment.
     let second = *log.inactive.keys().nth(1).unwrap();
     log.advance_log_start_offset(second).unwrap();
@@ -392,17 +397,213 @@ fn a_round_whose_segments_changed_meanwhile_is_discarded() {
     let end = log.log_end_offset();
     assert_eq!(log.delete_old_segments(&retention, end, 0).unwrap(), 1);
     let before = stored(&log);
-    assert_eq!(log.finish_cleaning(cleaned, now_ms()).unwrap(), None);
+    let outcome = log
+        .finish_cleaning(cleaned, now_ms())
+        .unwrap()
+        .expect("the other groups were swapped in");
     assert_eq!(
         cleaned_files(dir.path()),
         0,
-        "the discarded output is deleted"
+        "the first group's output is deleted"
     );
-    assert_eq!(stored(&log), before);
-    // The next round starts again from the new log start and succeeds.
+    assert_eq!(log.log_start_offset(), second);
+    assert_compacted(&before, &stored(&log), outcome.next_dirty_offset);
+}
+
+/// A batch of `records` with a delete horizon (KIP-534) of `horizon_ms` already stamped.
+fn with_horizon(batch: Vec<u8>, horizon_ms: i64) -> Vec<u8> {
+    let mut head = [0u8; RECORD_BATCH_OVERHEAD];
+    head.copy_from_slice(&batch[..RECORD_BATCH_OVERHEAD]);
+    set_delete_horizon(&mut head, horizon_ms);
+    with_records(&head, &batch[RECORD_BATCH_OVERHEAD..], 0)
+}
+
+/// The same batch from producer `producer_id` (epoch 0, base sequence 0).
+fn from_producer(batch: Vec<u8>, producer_id: i64) -> Vec<u8> {
+    let mut head = [0u8; RECORD_BATCH_OVERHEAD];
+    head.copy_from_slice(&batch[..RECORD_BATCH_OVERHEAD]);
+    head[43..51].copy_from_slice(&producer_id.to_be_bytes());
+    head[51..53].copy_from_slice(&0i16.to_be_bytes());
+    head[53..57].copy_from_slice(&0i32.to_be_bytes());
+    with_records(&head, &batch[RECORD_BATCH_OVERHEAD..], 0)
+}
+
+/// Every batch header of the log, empty batches included.
+fn headers(log: &PartitionLog) -> Vec<BatchHeader> {
+    let read = log
+        .read(log.log_start_offset(), 1 << 20, true, i64::MAX)
+        .unwrap();
+    let mut out: Vec<BatchHeader> = BatchIter::new(&read.records)
+        .map(|b| b.unwrap().1)
+        .collect();
+    // Later segments, read one at a time.
+    while let Some(last) = out.last().map(|h| h.last_offset() + 1) {
+        if last >= log.log_end_offset() {
+            break;
+        }
+        let read = log.read(last, 1 << 20, true, i64::MAX).unwrap();
+        out.extend(BatchIter::new(&read.records).map(|b| b.unwrap().1));
+    }
+    out
+}
+
+#[test]
+fn a_tombstone_gets_a_delete_horizon_on_its_first_cleaning_and_keeps_its_timestamps() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), &small_config(), true, 0);
+    let none = Compression::None;
+    log.append(&keyed_batch(&[("k", Some("v"))], 1_000, none), 0, 0, false)
+        .unwrap();
+    log.roll(0).unwrap();
+    // Timestamps 2_000 in a batch that also holds a kept value.
+    log.append(
+        &keyed_batch(&[("k", None), ("j", Some("w"))], 2_000, Compression::Lz4),
+        0,
+        0,
+        false,
+    )
+    .unwrap();
+    log.roll(0).unwrap();
+    let retention = CleanerConfig {
+        delete_retention_ms: 0,
+        ..eager()
+    };
+    // Even with delete.retention.ms=0 the first cleaning keeps the tombstone and stamps it.
+    let now = now_ms();
+    log.clean(0, &retention, now).unwrap().expect("a round ran");
+    let tombstone_batch = headers(&log)
+        .into_iter()
+        .find(|h| h.base_offset == 1)
+        .unwrap();
+    assert_eq!(tombstone_batch.delete_horizon_ms(), Some(now));
+    let read = log.read(1, 1 << 20, true, i64::MAX).unwrap();
+    let mut bytes = read.records.clone();
+    let set = RecordBatchDecoder::decode(&mut bytes).unwrap();
+    let times: Vec<(i64, i64)> = set
+        .records
+        .iter()
+        .map(|r| (r.offset, r.timestamp))
+        .collect();
+    assert_eq!(
+        times,
+        vec![(1, 2_000), (2, 2_000)],
+        "timestamps survive the horizon"
+    );
+    assert_eq!(
+        stored(&log),
+        vec![
+            (1, Some(Bytes::from("k")), None),
+            (2, Some(Bytes::from("j")), Some(Bytes::from("w")))
+        ]
+    );
+    // Once the horizon has passed, the next cleaning drops it.
     let outcome = log
-        .clean(0, &eager(), now_ms())
+        .clean(
+            0,
+            &CleanerConfig {
+                max_compaction_lag_ms: 1,
+                ..retention
+            },
+            now + 1,
+        )
         .unwrap()
         .expect("a round ran");
-    assert_compacted(&before, &stored(&log), outcome.next_dirty_offset);
+    assert_eq!(outcome.records_removed, 1);
+    assert_eq!(
+        stored(&log),
+        vec![(2, Some(Bytes::from("j")), Some(Bytes::from("w")))]
+    );
+}
+
+#[test]
+fn records_past_the_key_map_stay_even_expired_tombstones() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), &small_config(), true, 0);
+    let none = Compression::None;
+    log.append(
+        &keyed_batch(&[("k", Some("v")), ("a", Some("1"))], 1_000, none),
+        0,
+        0,
+        false,
+    )
+    .unwrap();
+    log.roll(0).unwrap();
+    let expired = with_horizon(keyed_batch(&[("k", None)], 1_000, none), 1);
+    log.append(&expired, 0, 0, false).unwrap();
+    log.roll(0).unwrap();
+    // The map holds the first batch only: the tombstone lies past its end.
+    let tiny = CleanerConfig {
+        dedupe_buffer_bytes: 1,
+        ..eager()
+    };
+    let outcome = log.clean(0, &tiny, now_ms()).unwrap().expect("a round ran");
+    assert_eq!(outcome.next_dirty_offset, 2);
+    assert_eq!(
+        stored(&log),
+        vec![
+            (0, Some(Bytes::from("k")), Some(Bytes::from("v"))),
+            (1, Some(Bytes::from("a")), Some(Bytes::from("1"))),
+            (2, Some(Bytes::from("k")), None)
+        ],
+        "the delete of k must not be lost while its value stays"
+    );
+}
+
+#[test]
+fn a_live_producers_last_batch_stays_when_emptied() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), &small_config(), true, 0);
+    let none = Compression::None;
+    let produced = from_producer(keyed_batch(&[("k", Some("1"))], 1_000, none), 7);
+    log.append(&produced, 0, 0, false).unwrap();
+    log.append(&keyed_batch(&[("k", Some("2"))], 1_000, none), 0, 0, false)
+        .unwrap();
+    log.append(&keyed_batch(&[("j", Some("3"))], 1_000, none), 0, 0, false)
+        .unwrap();
+    log.roll(0).unwrap();
+    let round = log
+        .plan_cleaning(0, &eager(), HashSet::from([0]), now_ms())
+        .unwrap()
+        .expect("due");
+    let cleaned = round.write().unwrap().expect("written");
+    log.finish_cleaning(cleaned, now_ms())
+        .unwrap()
+        .expect("swapped in");
+    let kept: Vec<(i64, i64, i32)> = headers(&log)
+        .iter()
+        .map(|h| (h.base_offset, h.producer_id, h.records_count))
+        .collect();
+    assert_eq!(kept, vec![(0, 7, 0), (1, -1, 1), (2, -1, 1)]);
+}
+
+#[test]
+fn a_source_batch_with_a_bad_crc_stops_the_round_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = rounds(dir.path(), &small_config());
+    let first = dir.path().join(format!("{:020}.log", 0));
+    let mut bytes = std::fs::read(&first).unwrap();
+    // The last byte of the first batch's last value: a CRC mismatch, still decodable.
+    let first_batch = BatchHeader::parse(&bytes).unwrap().total_size();
+    bytes[first_batch - 1] ^= 0x01;
+    std::fs::write(&first, &bytes).unwrap();
+    let segments = log.inactive.len();
+    let error = log.clean(0, &eager(), now_ms()).unwrap_err();
+    assert!(error.to_string().contains("CRC"), "{error}");
+    assert_eq!(log.inactive.len(), segments);
+    assert_eq!(
+        std::fs::read(&first).unwrap(),
+        bytes,
+        "the segment is untouched"
+    );
+    let leftovers = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .contains(".log.")
+        })
+        .count();
+    assert_eq!(leftovers, 0, "no .cleaned or .swap file is left behind");
 }

@@ -317,9 +317,12 @@ def rdk(args, timeout):
 
 def c_produce(b, topic, n, timeout=300):
     """rdkafka_performance -P: n records of RECORD bytes, acks=all, librdkafka's defaults
-    otherwise (linger.ms 5), to random partitions. -> {"mb_s", "bytes"}"""
+    otherwise (linger.ms 5, batches up to 1 MB), to random partitions. -> {"mb_s", "bytes"}"""
+    # A local queue large enough for the whole run: on a full queue rdkafka_performance sleeps
+    # 10 ms, which would time the generator's back-off rather than the broker.
     _, out, err = run([RDK_PERF, "-P", "-t", topic, "-b", b.bootstrap, "-s", str(RECORD),
-                       "-c", str(n), "-a", "-1"], timeout)
+                       "-c", str(n), "-a", "-1", "-X", "queue.buffering.max.messages=10000000",
+                       "-X", "queue.buffering.max.kbytes=2097151"], timeout)
     # It prints a line every second; the last is the summary.
     m = ([None] + list(PERF_PRODUCED.finditer(out + err)))[-1]
     if not m or int(m[3]) != n or int(m[4]) != 0:
@@ -451,6 +454,10 @@ def session(b, cfg, res, rep):
     name = b.name
     log(f"== {name} rep {rep}: start")
     b.prepare(os.path.join(WORK, f"{name}-session"))
+    # Write back the previous session's dirty pages first. Otherwise a broker that runs second
+    # in a pair produces while the kernel flushes the other broker's data, and cells bound by
+    # the disk (the long C producer runs) favour whichever broker ran first more often.
+    os.sync()
     b.start()
     try:
         time.sleep(3)  # let start-up settle before sampling idle memory

@@ -16,6 +16,7 @@ use kafka_protocol::ResponseError;
 
 use super::errors::code;
 use super::Broker;
+use crate::storage::PartitionState;
 
 /// The states a transaction can be in, by Kafka's names: a ListTransactions filter naming any
 /// other is echoed back as unknown.
@@ -67,26 +68,9 @@ pub fn describe_producers(
                 .partition_indexes
                 .iter()
                 .map(|&index| {
-                    let partition = topic.as_ref().and_then(|t| t.partition(index).cloned());
-                    let producers = partition.map(|p| {
-                        p.with_state(|state| {
-                            Ok(state
-                                .producers
-                                .entries()
-                                .map(|entry| {
-                                    ProducerState::default()
-                                        .with_producer_id(ProducerId(entry.producer_id))
-                                        .with_producer_epoch(i32::from(entry.epoch))
-                                        .with_last_sequence(entry.last_sequence().unwrap_or(-1))
-                                        .with_last_timestamp(entry.last_timestamp_ms())
-                                        .with_coordinator_epoch(-1)
-                                        .with_current_txn_start_offset(-1)
-                                })
-                                .collect::<Vec<_>>())
-                        })
-                    });
                     let response = PartitionResponse::default().with_partition_index(index);
-                    match producers {
+                    let partition = topic.as_ref().and_then(|t| t.partition(index));
+                    match partition.map(|p| p.with_state(|state| Ok(active_producers(state)))) {
                         Some(Ok(active)) => response.with_active_producers(active),
                         _ => response.with_error_code(code(ResponseError::UnknownTopicOrPartition)),
                     }
@@ -98,4 +82,21 @@ pub fn describe_producers(
         })
         .collect();
     DescribeProducersResponse::default().with_topics(topics)
+}
+
+/// A partition's idempotent producers, as DescribeProducers reports them.
+fn active_producers(state: &PartitionState) -> Vec<ProducerState> {
+    state
+        .producers
+        .entries()
+        .map(|entry| {
+            ProducerState::default()
+                .with_producer_id(ProducerId(entry.producer_id))
+                .with_producer_epoch(i32::from(entry.epoch))
+                .with_last_sequence(entry.last_sequence().unwrap_or(-1))
+                .with_last_timestamp(entry.last_timestamp_ms())
+                .with_coordinator_epoch(-1)
+                .with_current_txn_start_offset(-1)
+        })
+        .collect()
 }

@@ -4,12 +4,12 @@
 //! memory-mapped `.index` and `.timeindex` files beside them. `docs/log-format.md` has the byte
 //! diagrams and the assumptions about the disk.
 //!
-//! This module owns segments, indexes, rolling, flushing, crash recovery and delete retention for
-//! one partition directory, and the offsets that describe it: log start offset, log end offset,
-//! recovery point. It deliberately does not own the high watermark (callers pass it in), producer
-//! state, leader epochs, retention scheduling or compaction, and never parses requests: it sees
-//! batch bytes and offsets only. It is not internally synchronised; callers wrap a `PartitionLog`
-//! in a lock (reads take `&self`).
+//! This module owns segments, indexes, rolling, flushing, crash recovery, delete retention and
+//! compaction rounds for one partition directory, and the offsets that describe it: log start
+//! offset, log end offset, recovery point. It deliberately does not own the high watermark
+//! (callers pass it in), producer state, leader epochs, or when retention and compaction run,
+//! and never parses requests: it sees batch bytes and offsets only. It is not internally
+//! synchronised; callers wrap a `PartitionLog` in a lock (reads take `&self`).
 
 pub mod batch;
 pub mod checkpoint;

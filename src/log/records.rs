@@ -73,12 +73,13 @@ impl RecordView<'_> {
     /// Appends the record to `out` with its timestamp delta replaced (KIP-534: a batch that
     /// gets a delete horizon as its base timestamp keeps each record's timestamp this way).
     pub(super) fn write_with_timestamp_delta(&self, out: &mut Vec<u8>, timestamp_delta: i64) {
-        let mut body = Vec::with_capacity(self.bytes.len() + 10);
-        body.push(self.attributes);
-        put_varlong(&mut body, timestamp_delta);
-        body.extend_from_slice(self.after_timestamp);
-        put_varlong(out, body.len() as i64);
-        out.extend_from_slice(&body);
+        let (delta, delta_len) = varlong(timestamp_delta);
+        let body_len = 1 + delta_len + self.after_timestamp.len();
+        let (length, length_len) = varlong(body_len as i64);
+        out.extend_from_slice(&length[..length_len]);
+        out.push(self.attributes);
+        out.extend_from_slice(&delta[..delta_len]);
+        out.extend_from_slice(self.after_timestamp);
     }
 }
 
@@ -130,14 +131,19 @@ pub(super) fn for_each_record(
     Ok(())
 }
 
-/// Kafka's zig-zag varlong (a varint is the same encoding for a value that fits 32 bits).
-fn put_varlong(out: &mut Vec<u8>, value: i64) {
+/// Kafka's zig-zag varlong (a varint is the same encoding for a value that fits 32 bits): the
+/// bytes and how many of them are used.
+fn varlong(value: i64) -> ([u8; 10], usize) {
+    let mut bytes = [0u8; 10];
     let mut zigzag = ((value << 1) ^ (value >> 63)) as u64;
+    let mut len = 0;
     while zigzag >= 0x80 {
-        out.push((zigzag as u8) | 0x80);
+        bytes[len] = (zigzag as u8) | 0x80;
         zigzag >>= 7;
+        len += 1;
     }
-    out.push(zigzag as u8);
+    bytes[len] = zigzag as u8;
+    (bytes, len + 1)
 }
 
 /// The records section, decompressed by kafka-protocol. The output size is not bounded here: the

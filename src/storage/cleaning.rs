@@ -10,8 +10,9 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{LogManager, PartitionError};
+use super::{LogManager, Partition, PartitionError};
 use crate::log::checkpoint::write_checkpoint;
+use crate::log::{CleanOutcome, CleanerConfig};
 
 pub(super) const CLEANER_OFFSET_CHECKPOINT: &str = "cleaner-offset-checkpoint";
 
@@ -34,33 +35,7 @@ impl LogManager {
                 }
                 let key = (topic.name.clone(), partition.index);
                 let checkpoint = self.cleaner_checkpoint(&key);
-                // Planned and swapped in under the partition's lock; written without it.
-                let planned = partition.with_state(|state| {
-                    // An offset past the log end belongs to a deleted topic of the same name.
-                    let first_dirty = checkpoint.filter(|o| *o <= state.log.log_end_offset());
-                    let producer_last_offsets = state
-                        .producers
-                        .entries()
-                        .filter_map(|entry| entry.batches.back().map(|b| b.last_offset))
-                        .collect();
-                    state.log.plan_cleaning(
-                        first_dirty.unwrap_or(0),
-                        &cleaner,
-                        producer_last_offsets,
-                        now_ms,
-                    )
-                });
-                let result = match planned {
-                    Ok(Some(round)) => match round.write() {
-                        Ok(Some(cleaned)) => {
-                            partition.with_log(|log| log.finish_cleaning(cleaned, now_ms))
-                        }
-                        Ok(None) => Ok(None),
-                        Err(e) => Err(PartitionError::Log(e)),
-                    },
-                    other => other.map(|_| None),
-                };
-                match result {
+                match clean_partition(partition, &cleaner, checkpoint, now_ms) {
                     Ok(Some(outcome)) => {
                         self.cleaner_checkpoints
                             .lock()
@@ -123,5 +98,38 @@ impl LogManager {
                 .collect()
         };
         write_checkpoint(&self.log_dir.join(CLEANER_OFFSET_CHECKPOINT), &entries)
+    }
+}
+
+/// One round on one partition: planned and swapped in under the partition's lock, written
+/// without it. None when it was not due or nothing could be swapped in.
+fn clean_partition(
+    partition: &Partition,
+    cleaner: &CleanerConfig,
+    checkpoint: Option<i64>,
+    now_ms: i64,
+) -> Result<Option<CleanOutcome>, PartitionError> {
+    let planned = partition.with_state(|state| {
+        // A checkpoint past the log end is stale (recovery truncated the log below it): start
+        // from the beginning, as Kafka does with an out-of-range checkpoint.
+        let first_dirty = checkpoint.filter(|o| *o <= state.log.log_end_offset());
+        let producer_last_offsets = state
+            .producers
+            .entries()
+            .filter_map(|entry| entry.batches.back().map(|b| b.last_offset))
+            .collect();
+        state.log.plan_cleaning(
+            first_dirty.unwrap_or(0),
+            cleaner,
+            producer_last_offsets,
+            now_ms,
+        )
+    })?;
+    let Some(round) = planned else {
+        return Ok(None);
+    };
+    match round.write().map_err(PartitionError::Log)? {
+        Some(cleaned) => partition.with_log(|log| log.finish_cleaning(cleaned, now_ms)),
+        None => Ok(None),
     }
 }

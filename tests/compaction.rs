@@ -100,8 +100,9 @@ async fn a_compacted_topic_keeps_the_last_value_of_each_key() {
     let after = consume_all(&mut client, topic).await;
     let active_base = broker
         .partition(topic, 0)
-        .with_log(|log| Ok(log.active_segment_base_offset()))
-        .unwrap();
+        .log_stats()
+        .unwrap()
+        .active_segment_base_offset;
     // Below the active segment, one record per key, the last one before it, at its offset.
     let cleaned: Vec<_> = after.iter().filter(|(o, _, _)| *o < active_base).collect();
     assert_eq!(cleaned.len(), keys.len(), "{cleaned:?}");
@@ -220,13 +221,16 @@ async fn consumer_offsets_stop_growing_with_every_commit() {
         .find(|p| {
             broker
                 .partition("__consumer_offsets", *p)
-                .with_log(|log| Ok(log.log_end_offset() > 0))
+                .log_stats()
                 .unwrap()
+                .log_end_offset
+                > 0
         })
         .expect("the commits are somewhere");
     let size_bytes = broker
         .partition("__consumer_offsets", partition)
-        .with_log(|log| Ok((log.size_bytes(), log.active_segment_base_offset())))
+        .log_stats()
+        .map(|stats| (stats.size_bytes, stats.active_segment_base_offset))
         .unwrap();
     // 300 commits of ~300 bytes are ~90 KB; the cleaned log holds one commit below the active
     // segment plus the active segment itself.

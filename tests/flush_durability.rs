@@ -27,9 +27,8 @@ async fn produce(client: &mut Client, topic: &str, records: Bytes) -> i64 {
 
 /// (fsyncs of the partition's `.log` files so far, recovery point).
 fn fsyncs_and_recovery_point(partition: &Partition) -> (u64, i64) {
-    partition
-        .with_log(|log| Ok((log.segment_fsyncs(), log.recovery_point())))
-        .unwrap()
+    let stats = partition.log_stats().unwrap();
+    (stats.segment_fsyncs, stats.recovery_point)
 }
 
 /// Produces `BATCHES` batches one at a time and checks, after each acknowledgement, that the

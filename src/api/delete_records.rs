@@ -10,7 +10,6 @@ use kafka_protocol::ResponseError;
 
 use super::errors::{code, partition_error_code};
 use super::Broker;
-use crate::log::LogError;
 
 pub fn handle(broker: &Broker, request: DeleteRecordsRequest) -> DeleteRecordsResponse {
     let topics = request
@@ -30,7 +29,7 @@ pub fn handle(broker: &Broker, request: DeleteRecordsRequest) -> DeleteRecordsRe
                         .and_then(|topic| topic.partition(p.partition_index))
                     {
                         None => result.error_code = code(ResponseError::UnknownTopicOrPartition),
-                        Some(partition) => match partition.with_log(|log| advance(log, p.offset)) {
+                        Some(partition) => match partition.delete_records(p.offset) {
                             Ok(low_watermark) => result.low_watermark = low_watermark,
                             Err(e) => result.error_code = partition_error_code(&e),
                         },
@@ -47,17 +46,4 @@ pub fn handle(broker: &Broker, request: DeleteRecordsRequest) -> DeleteRecordsRe
         tracing::error!("checkpoint after DeleteRecords failed: {e}");
     }
     DeleteRecordsResponse::default().with_topics(topics)
-}
-
-fn advance(log: &mut crate::log::PartitionLog, offset: i64) -> Result<i64, LogError> {
-    let high_watermark = log.log_end_offset();
-    let target = if offset == -1 { high_watermark } else { offset };
-    if target < 0 || target > high_watermark {
-        return Err(LogError::OffsetOutOfRange {
-            requested: target,
-            log_start_offset: log.log_start_offset(),
-            log_end_offset: high_watermark,
-        });
-    }
-    log.advance_log_start_offset(target)
 }

@@ -30,7 +30,7 @@ pub fn handle(
                 .iter()
                 .filter(|p| wanted(&topic.name, p.index))
                 .filter_map(|p| {
-                    let size = p.with_log(|log| Ok(log.size_bytes())).ok()?;
+                    let size = p.log_stats().ok()?.size_bytes;
                     Some(
                         DescribeLogDirsPartition::default()
                             .with_partition_index(p.index)

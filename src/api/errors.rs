@@ -3,8 +3,7 @@
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use crate::log::LogError;
-use crate::storage::{PartitionError, TopicError};
+use crate::storage::{PartitionError, SequenceError, TopicError};
 
 pub const NONE: i16 = 0;
 
@@ -13,19 +12,19 @@ pub fn code(e: ResponseError) -> i16 {
 }
 
 pub fn partition_error_code(e: &PartitionError) -> i16 {
-    match e {
-        PartitionError::Deleted => code(ResponseError::UnknownTopicOrPartition),
-        PartitionError::Log(e) => log_error_code(e),
-    }
-}
-
-pub fn log_error_code(e: &LogError) -> i16 {
-    match e {
-        LogError::OffsetOutOfRange { .. } => code(ResponseError::OffsetOutOfRange),
-        LogError::RecordTooLarge => code(ResponseError::RecordListTooLarge),
-        LogError::Corrupt(_) => code(ResponseError::CorruptMessage),
-        LogError::Io(_) => code(ResponseError::KafkaStorageError),
-    }
+    code(match e {
+        PartitionError::Deleted => ResponseError::UnknownTopicOrPartition,
+        PartitionError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange,
+        PartitionError::RecordTooLarge => ResponseError::RecordListTooLarge,
+        PartitionError::Corrupt(_) => ResponseError::CorruptMessage,
+        PartitionError::Storage(_) => ResponseError::KafkaStorageError,
+        PartitionError::Sequence(SequenceError::InvalidProducerEpoch) => {
+            ResponseError::InvalidProducerEpoch
+        }
+        PartitionError::Sequence(SequenceError::OutOfOrderSequence) => {
+            ResponseError::OutOfOrderSequenceNumber
+        }
+    })
 }
 
 pub fn topic_error_code(e: &TopicError) -> i16 {

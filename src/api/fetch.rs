@@ -31,8 +31,8 @@ use tokio::sync::futures::OwnedNotified;
 
 use super::errors::{code, partition_error_code, NONE};
 use super::{respond, respond_throttled, Broker, Outcome};
-use crate::log::SegmentSlice;
 use crate::protocol::{encode_fetch_response, Chunk};
+use crate::storage::{Isolation, SegmentSlice};
 
 /// Answers a fetch from `client_id`, throttled when it violates a quota.
 pub async fn handle(
@@ -62,8 +62,16 @@ pub async fn handle(
         tokio::time::Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
     let mut shutdown = broker.shutdown.clone();
     let may_park = request.max_wait_ms > 0;
+    let isolation = Isolation::from_wire(request.isolation_level);
     loop {
-        let mut read = read_all(broker, &request.topics, version, max_bytes, may_park);
+        let mut read = read_all(
+            broker,
+            &request.topics,
+            version,
+            max_bytes,
+            may_park,
+            isolation,
+        );
         let done = read.bytes >= min_bytes
             || read.any_error
             || request.max_wait_ms <= 0
@@ -149,6 +157,7 @@ fn read_all(
     version: i16,
     max_bytes: usize,
     may_park: bool,
+    isolation: Isolation,
 ) -> Read {
     let mut remaining = max_bytes;
     let mut total = 0usize;
@@ -194,29 +203,19 @@ fn read_all(
                     let limit = usize::try_from(fetch.partition_max_bytes.max(0))
                         .unwrap_or(0)
                         .min(remaining);
-                    let read = partition.with_log(|log| {
-                        let high_watermark = log.log_end_offset();
-                        let read = log.read_slice(
-                            fetch.fetch_offset,
-                            limit,
-                            min_one_batch,
-                            high_watermark,
-                        );
-                        Ok((read, high_watermark, log.log_start_offset()))
-                    });
-                    match read {
-                        Ok((read, high_watermark, log_start_offset)) => {
-                            data.high_watermark = high_watermark;
-                            data.last_stable_offset = high_watermark;
-                            data.log_start_offset = log_start_offset;
-                            match read {
+                    match partition.read(fetch.fetch_offset, limit, min_one_batch, isolation) {
+                        Ok(read) => {
+                            data.high_watermark = read.offsets.high_watermark;
+                            data.last_stable_offset = read.offsets.last_stable_offset;
+                            data.log_start_offset = read.offsets.log_start_offset;
+                            match read.records {
                                 Ok(read) => {
                                     let len = read.as_ref().map_or(0, SegmentSlice::len);
                                     remaining = remaining.saturating_sub(len);
                                     total += len;
                                     slice = read;
                                 }
-                                Err(e) => data.error_code = super::errors::log_error_code(&e),
+                                Err(e) => data.error_code = partition_error_code(&e),
                             }
                         }
                         Err(e) => data.error_code = partition_error_code(&e),

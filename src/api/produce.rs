@@ -18,12 +18,8 @@ use super::errors::{code, partition_error_code, NONE};
 use super::produce_validation::{validate, validate_framing, BatchLimits, Refused};
 use super::recompress;
 use super::{respond_throttled, Broker, Outcome};
-use crate::producer::{snapshot, SequenceCheck};
 use crate::storage::consumer_offsets::CONSUMER_OFFSETS_TOPIC;
-use crate::storage::{Partition, PartitionState, Topic};
-
-/// The partition leader epoch stamped into stored batches; a single node never changes leader.
-const LEADER_EPOCH: i32 = 0;
+use crate::storage::{Partition, PartitionError, Topic};
 
 /// Who sent the request, for quotas.
 pub struct Client<'a> {
@@ -82,10 +78,7 @@ pub async fn handle(
                             now_ms,
                             &mut response,
                         )
-                        .await;
-                        if response.error_code == NONE {
-                            partition.notify_appended();
-                        }
+                        .await
                     }
                 },
             }
@@ -155,19 +148,9 @@ fn admit(acks: i16, topic: &Topic, records: &Option<Bytes>, version: i16) -> Res
     Ok(())
 }
 
-fn snapshot_at_roll(dir: &std::path::Path, state: &PartitionState) {
-    let entries: Vec<_> = state.producers.entries().collect();
-    let offset = state.log.active_segment_base_offset();
-    if let Err(e) = snapshot::write(dir, offset, &entries) {
-        // Recovery rebuilds producer state from the log without it; only restart time suffers.
-        tracing::warn!(dir = %dir.display(), offset, "producer snapshot at roll failed: {e}");
-    }
-    snapshot::prune(dir, 2);
-}
-
 async fn append_one(
     topic: &Topic,
-    partition: &std::sync::Arc<Partition>,
+    partition: &Partition,
     records: Option<Bytes>,
     version: i16,
     now_ms: i64,
@@ -213,51 +196,16 @@ async fn append_one(
             return;
         }
     };
-    let fsync_each_append = settings.log.flush_interval_messages == 1;
-    // The sequence check and the append happen under one lock, so a retry racing its original
-    // can never be appended twice.
-    let append = || {
-        partition.with_state(|state| {
-            let outcome = match state.producers.check(&header) {
-                Err(error) => Err(error),
-                // Kafka answers a duplicate with the original offset and append time; sluice's
-                // cache keeps no append time, so a duplicate on a LogAppendTime topic gets -1.
-                Ok(SequenceCheck::Duplicate { base_offset }) => Ok((base_offset, -1)),
-                Ok(SequenceCheck::Append) => {
-                    let segment_before = state.log.active_segment_base_offset();
-                    let info = state.log.append(
-                        &records,
-                        LEADER_EPOCH,
-                        now_ms,
-                        settings.log_append_time,
-                    )?;
-                    if state.log.active_segment_base_offset() != segment_before {
-                        // Kafka snapshots producer state at every roll, named by the new base
-                        // offset and taken before this batch, the first one above it.
-                        snapshot_at_roll(&partition.dir, state);
-                    }
-                    state.producers.update(&header, info.base_offset);
-                    Ok((info.base_offset, info.log_append_time_ms))
-                }
-            };
-            Ok((outcome, state.log.log_start_offset()))
-        })
-    };
-    // An fsync per append would stall this worker's other connections; move it off the runtime.
-    let result = if fsync_each_append {
-        tokio::task::block_in_place(append)
-    } else {
-        append()
-    };
-    match result {
-        Ok((Ok((base_offset, log_append_time_ms)), log_start_offset)) => {
-            response.base_offset = base_offset;
-            response.log_start_offset = log_start_offset;
-            response.log_append_time_ms = log_append_time_ms;
+    match partition.append_produced(&records, &header, &settings, now_ms) {
+        Ok(produced) => {
+            response.base_offset = produced.base_offset;
+            response.log_start_offset = produced.log_start_offset;
+            response.log_append_time_ms = produced.log_append_time_ms;
         }
-        Ok((Err(error), _)) => response.error_code = code(error),
         Err(e) => {
-            tracing::warn!(partition = %partition, "append failed: {e}");
+            if let PartitionError::Storage(_) | PartitionError::Corrupt(_) = e {
+                tracing::warn!(partition = %partition, "append failed: {e}");
+            }
             response.error_code = partition_error_code(&e);
         }
     }

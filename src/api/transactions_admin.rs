@@ -16,7 +16,7 @@ use kafka_protocol::ResponseError;
 
 use super::errors::code;
 use super::Broker;
-use crate::storage::PartitionState;
+use crate::storage::ActiveProducer;
 
 /// The states a transaction can be in, by Kafka's names: a ListTransactions filter naming any
 /// other is echoed back as unknown.
@@ -70,8 +70,10 @@ pub fn describe_producers(
                 .map(|&index| {
                     let response = PartitionResponse::default().with_partition_index(index);
                     let partition = topic.as_ref().and_then(|t| t.partition(index));
-                    match partition.map(|p| p.with_state(|state| Ok(active_producers(state)))) {
-                        Some(Ok(active)) => response.with_active_producers(active),
+                    match partition.map(|p| p.active_producers()) {
+                        Some(Ok(active)) => {
+                            response.with_active_producers(active_producers(&active))
+                        }
                         _ => response.with_error_code(code(ResponseError::UnknownTopicOrPartition)),
                     }
                 })
@@ -85,16 +87,15 @@ pub fn describe_producers(
 }
 
 /// A partition's idempotent producers, as DescribeProducers reports them.
-fn active_producers(state: &PartitionState) -> Vec<ProducerState> {
-    state
-        .producers
-        .entries()
-        .map(|entry| {
+fn active_producers(active: &[ActiveProducer]) -> Vec<ProducerState> {
+    active
+        .iter()
+        .map(|producer| {
             ProducerState::default()
-                .with_producer_id(ProducerId(entry.producer_id))
-                .with_producer_epoch(i32::from(entry.epoch))
-                .with_last_sequence(entry.last_sequence().unwrap_or(-1))
-                .with_last_timestamp(entry.last_timestamp_ms())
+                .with_producer_id(ProducerId(producer.producer_id))
+                .with_producer_epoch(i32::from(producer.epoch))
+                .with_last_sequence(producer.last_sequence)
+                .with_last_timestamp(producer.last_timestamp_ms)
                 .with_coordinator_epoch(-1)
                 .with_current_txn_start_offset(-1)
         })

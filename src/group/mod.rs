@@ -24,6 +24,7 @@
 //! [`OffsetStore`] must therefore never call back into the coordinator.
 
 mod admin;
+mod context;
 pub mod group_record;
 mod join;
 mod leave;
@@ -46,7 +47,7 @@ use bytes::Bytes;
 use tokio::sync::{watch, Notify};
 
 use crate::time::Clock;
-use rebalance::Ctx;
+use context::Ctx;
 use records::RecordKey;
 use state::{ClassicGroup, CommittedOffset, JoinOutcome, SyncOutcome};
 
@@ -218,7 +219,7 @@ impl GroupCoordinator {
         let mut inner = self.lock();
         let mut wakeup_ms = i64::MAX;
         for group in inner.groups.values_mut() {
-            persist::on_loaded(group, &ctx);
+            rebalance::on_loaded(group, &ctx);
             wakeup_ms = wakeup_ms.min(group.wakeup_ms);
         }
         inner.wakeup_ms = wakeup_ms;

@@ -3,8 +3,8 @@
 //! group turns Stable), when the group becomes Empty, and when a static member is replaced without
 //! a rebalance; a tombstone when the group is deleted or dies with its last offset. At start-up
 //! the last record of each group rebuilds it: Empty, or Stable with its members, generation,
-//! protocol, leader and assignments, whose sessions then start afresh (Kafka's `replay` and
-//! `onLoaded`). Parked requests, pending members and rebalances in progress are never stored: a
+//! protocol, leader and assignments (Kafka's `replay`); `rebalance::on_loaded` then starts their
+//! sessions afresh. Parked requests, pending members and rebalances in progress are never stored: a
 //! group caught mid-rebalance comes back as its last completed generation, and its members
 //! rejoin.
 
@@ -13,8 +13,8 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 
+use super::context::Ctx;
 use super::group_record::{self, decode_group_metadata_value, GroupMetadataValue, MemberMetadata};
-use super::rebalance::{self, Ctx};
 use super::records;
 use super::state::{ClassicGroup, GroupState, Member, Protocol};
 use super::{OffsetStore, StoreError};
@@ -184,33 +184,4 @@ fn restore_group(group_id: &str, value: GroupMetadataValue) -> ClassicGroup {
     }
     group.subscribed_topics = group.compute_subscribed_topics();
     group
-}
-
-/// Kafka's `onLoaded`: every restored member's session starts now, so members that are still
-/// there keep their assignment by heartbeating, and the others expire one session later. A
-/// group over `group.max.size` (the setting may have shrunk) rebalances at once.
-pub(crate) fn on_loaded(group: &mut ClassicGroup, ctx: &Ctx) {
-    if group.members.is_empty() {
-        return;
-    }
-    tracing::info!(
-        group_id = %group.group_id,
-        generation_id = group.generation_id,
-        members = group.members.len(),
-        "loaded group"
-    );
-    let deadlines: Vec<(String, i64)> = group
-        .members
-        .iter()
-        .map(|m| {
-            let deadline_ms = ctx.session_deadline(m.session_timeout_ms);
-            (m.member_id.clone(), deadline_ms)
-        })
-        .collect();
-    for (member_id, deadline_ms) in deadlines {
-        group.reschedule_heartbeat(&member_id, deadline_ms);
-    }
-    if group.members.len() > ctx.config.group_max_size {
-        rebalance::prepare_rebalance(group, ctx, "freshly loaded group is over group.max.size");
-    }
 }

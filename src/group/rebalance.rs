@@ -15,30 +15,10 @@
 
 use kafka_protocol::ResponseError;
 
+use super::context::Ctx;
 use super::persist;
 use super::state::{ClassicGroup, DueTimer, GroupState, JoinOutcome, JoinTimer, SyncOutcome};
-use super::{GroupConfig, Inner, OffsetStore};
-
-/// The clock reading, settings and store one operation works with.
-pub(crate) struct Ctx<'a> {
-    pub config: &'a GroupConfig,
-    pub now_ms: i64,
-    /// Where group-metadata records go; written under the coordinator's lock, like offsets.
-    pub store: &'a dyn OffsetStore,
-}
-
-impl Ctx<'_> {
-    /// A deadline `delay_ms` from now. A delay of zero (or a client's negative rebalance timeout)
-    /// still lands strictly after now, so a timer that re-arms itself waits for the next tick
-    /// instead of spinning inside this one.
-    pub(crate) fn after(&self, delay_ms: i64) -> i64 {
-        self.now_ms.saturating_add(delay_ms.max(1))
-    }
-
-    pub(crate) fn session_deadline(&self, session_timeout_ms: i32) -> i64 {
-        self.after(i64::from(session_timeout_ms))
-    }
-}
+use super::Inner;
 
 pub(crate) fn maybe_prepare_rebalance_or_complete_join(
     group: &mut ClassicGroup,
@@ -389,4 +369,33 @@ fn expire_pending_sync(group: &mut ClassicGroup, ctx: &Ctx) {
     }
     tracing::info!(group_id = %group.group_id, ?late, "removed members that did not send SyncGroup in time");
     prepare_rebalance(group, ctx, "pending sync expired");
+}
+
+/// Kafka's `onLoaded`: every restored member's session starts now, so members that are still
+/// there keep their assignment by heartbeating, and the others expire one session later. A
+/// group over `group.max.size` (the setting may have shrunk) rebalances at once.
+pub(crate) fn on_loaded(group: &mut ClassicGroup, ctx: &Ctx) {
+    if group.members.is_empty() {
+        return;
+    }
+    tracing::info!(
+        group_id = %group.group_id,
+        generation_id = group.generation_id,
+        members = group.members.len(),
+        "loaded group"
+    );
+    let deadlines: Vec<(String, i64)> = group
+        .members
+        .iter()
+        .map(|m| {
+            let deadline_ms = ctx.session_deadline(m.session_timeout_ms);
+            (m.member_id.clone(), deadline_ms)
+        })
+        .collect();
+    for (member_id, deadline_ms) in deadlines {
+        group.reschedule_heartbeat(&member_id, deadline_ms);
+    }
+    if group.members.len() > ctx.config.group_max_size {
+        prepare_rebalance(group, ctx, "freshly loaded group is over group.max.size");
+    }
 }

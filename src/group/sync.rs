@@ -13,8 +13,9 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use tokio::sync::oneshot;
 
+use super::context::Ctx;
 use super::persist;
-use super::rebalance::{self, Ctx};
+use super::rebalance;
 use super::state::{ClassicGroup, GroupState, Member, SyncOutcome};
 use super::GroupCoordinator;
 

@@ -11,8 +11,6 @@ pub mod snapshot;
 
 use std::collections::{HashMap, VecDeque};
 
-use kafka_protocol::ResponseError;
-
 use crate::log::batch::BatchHeader;
 
 /// Kafka's `NUM_BATCHES_TO_RETAIN`: clients keep at most 5 requests in flight per partition.
@@ -50,6 +48,16 @@ impl ProducerEntry {
     pub fn last_timestamp_ms(&self) -> i64 {
         self.batches.back().map(|b| b.timestamp_ms).unwrap_or(-1)
     }
+}
+
+/// Why a batch of an idempotent producer is refused; `api` answers each with Kafka's error code
+/// (INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SequenceError {
+    /// The batch's epoch is older than the producer's: a zombie instance was fenced.
+    InvalidProducerEpoch,
+    /// The batch does not follow the producer's last sequence.
+    OutOfOrderSequence,
 }
 
 /// What to do with an incoming batch.
@@ -99,8 +107,11 @@ impl ProducerStateManager {
         self.producers.is_empty()
     }
 
-    /// Kafka's checks for a batch from a client (digest §7.2), without changing any state.
-    pub fn check(&self, header: &BatchHeader) -> Result<SequenceCheck, ResponseError> {
+    /// Kafka's checks for a batch from a client, without changing any state: a producer
+    /// unknown here is accepted at any sequence; a retry of one of its last five batches is a
+    /// duplicate; an older epoch is fenced; a newer epoch must start at sequence 0; otherwise
+    /// the sequence must follow the last one.
+    pub fn check(&self, header: &BatchHeader) -> Result<SequenceCheck, SequenceError> {
         if header.producer_id < 0 {
             return Ok(SequenceCheck::Append);
         }
@@ -122,18 +133,18 @@ impl ProducerStateManager {
             }
         }
         if header.producer_epoch < entry.epoch {
-            return Err(ResponseError::InvalidProducerEpoch);
+            return Err(SequenceError::InvalidProducerEpoch);
         }
         if header.producer_epoch > entry.epoch {
             return if header.base_sequence == 0 {
                 Ok(SequenceCheck::Append)
             } else {
-                Err(ResponseError::OutOfOrderSequenceNumber)
+                Err(SequenceError::OutOfOrderSequence)
             };
         }
         match entry.last_sequence() {
             Some(previous) if header.base_sequence != next_sequence(previous) => {
-                Err(ResponseError::OutOfOrderSequenceNumber)
+                Err(SequenceError::OutOfOrderSequence)
             }
             _ => Ok(SequenceCheck::Append),
         }
@@ -229,7 +240,7 @@ mod tests {
         }
         assert_eq!(
             state.check(&header(1, 0, 0, 1)),
-            Err(ResponseError::OutOfOrderSequenceNumber)
+            Err(SequenceError::OutOfOrderSequence)
         );
         assert_eq!(
             state.check(&header(1, 0, 1, 1)),
@@ -248,15 +259,15 @@ mod tests {
         state.update(&header(3, 2, 42, 1), 0);
         assert_eq!(
             state.check(&header(3, 2, 44, 1)),
-            Err(ResponseError::OutOfOrderSequenceNumber)
+            Err(SequenceError::OutOfOrderSequence)
         );
         assert_eq!(
             state.check(&header(3, 1, 43, 1)),
-            Err(ResponseError::InvalidProducerEpoch)
+            Err(SequenceError::InvalidProducerEpoch)
         );
         assert_eq!(
             state.check(&header(3, 3, 5, 1)),
-            Err(ResponseError::OutOfOrderSequenceNumber)
+            Err(SequenceError::OutOfOrderSequence)
         );
         assert_eq!(
             state.check(&header(3, 3, 0, 1)),

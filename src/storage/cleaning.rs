@@ -118,18 +118,20 @@ fn clean_partition(
             .entries()
             .filter_map(|entry| entry.batches.back().map(|b| b.last_offset))
             .collect();
-        state.log.plan_cleaning(
+        Ok(state.log.plan_cleaning(
             first_dirty.unwrap_or(0),
             cleaner,
             producer_last_offsets,
             now_ms,
-        )
+        )?)
     })?;
     let Some(round) = planned else {
         return Ok(None);
     };
-    match round.write().map_err(PartitionError::Log)? {
-        Some(cleaned) => partition.with_log(|log| log.finish_cleaning(cleaned, now_ms)),
+    match round.write()? {
+        Some(cleaned) => {
+            partition.with_state(|state| Ok(state.log.finish_cleaning(cleaned, now_ms)?))
+        }
         None => Ok(None),
     }
 }

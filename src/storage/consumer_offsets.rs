@@ -112,9 +112,8 @@ impl crate::group::OffsetStore for ConsumerOffsetsStore {
             });
         }
         partition
-            .with_log(|log| log.append(&batch, 0, now_ms, false))
+            .append_internal(&batch, now_ms)
             .map_err(|e| StoreError::Io(e.to_string()))?;
-        partition.notify_appended();
         Ok(())
     }
 
@@ -124,14 +123,12 @@ impl crate::group::OffsetStore for ConsumerOffsetsStore {
         };
         let mut all = Vec::new();
         for (index, partition) in topic.partitions.iter().enumerate() {
-            let (mut offset, end) = partition
-                .with_log(|log| Ok((log.log_start_offset(), log.log_end_offset())))
-                .map_err(|e| e.to_string())?;
+            let offsets = partition.offsets().map_err(|e| e.to_string())?;
+            let (mut offset, end) = (offsets.log_start_offset, offsets.high_watermark);
             while offset < end {
                 let mut bytes = partition
-                    .with_log(|log| log.read(offset, REPLAY_READ_BYTES, true, end))
-                    .map_err(|e| e.to_string())?
-                    .records;
+                    .read_bytes(offset, REPLAY_READ_BYTES)
+                    .map_err(|e| e.to_string())?;
                 let before = offset;
                 while bytes.len() >= crate::log::batch::RECORD_BATCH_OVERHEAD {
                     let Ok(header) = crate::log::batch::BatchHeader::parse(&bytes) else {

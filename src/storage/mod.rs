@@ -10,6 +10,7 @@ pub mod broker_config;
 mod cleaning;
 pub mod consumer_offsets;
 mod layout;
+mod partition;
 pub mod topic_config;
 pub use layout::write_file_durably;
 mod topic;
@@ -23,13 +24,16 @@ use uuid::Uuid;
 
 use crate::config::Config;
 use crate::log::checkpoint::{read_checkpoint, write_checkpoint};
+pub use crate::log::SegmentSlice;
 use crate::log::{LogError, OpenOptions, PartitionLog};
 use crate::producer::id_allocator::ProducerIdAllocator;
+pub use crate::producer::SequenceError;
 use broker_config::{BrokerConfigError, DynamicBrokerConfigs};
-pub use topic::{
-    validate_topic_name, Partition, PartitionError, PartitionState, Topic, TopicConfigs,
-    TopicError, TopicSettings,
+pub use partition::{
+    ActiveProducer, Isolation, LogStats, Partition, PartitionError, PartitionOffsets,
+    PartitionRead, ProducedBatch,
 };
+pub use topic::{validate_topic_name, Topic, TopicConfigs, TopicError, TopicSettings};
 
 const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
 const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
@@ -400,7 +404,7 @@ impl LogManager {
     /// Flushes logs whose `flush.ms` interval has passed (the flush scheduler's tick).
     pub fn flush_due(&self, now_ms: i64) {
         for partition in self.all_partitions() {
-            if let Err(e) = partition.with_log(|log| log.flush_if_due(now_ms)) {
+            if let Err(e) = partition.with_state(|state| Ok(state.log.flush_if_due(now_ms)?)) {
                 tracing::error!(partition = %partition, "flush failed: {e}");
             }
         }
@@ -413,13 +417,7 @@ impl LogManager {
         for topic in self.topics() {
             let retention = topic.settings().retention;
             for partition in &topic.partitions {
-                let result = partition.with_log(|log| {
-                    let high_watermark = log.log_end_offset();
-                    let count = log.delete_old_segments(&retention, high_watermark, now_ms)?;
-                    log.remove_deleted_files(now_ms)?;
-                    Ok(count)
-                });
-                match result {
+                match partition.enforce_retention(&retention, now_ms) {
                     Ok(count) => deleted += count,
                     Err(e) => tracing::error!(partition = %partition, "retention failed: {e}"),
                 }
@@ -438,10 +436,7 @@ impl LogManager {
     pub fn expire_producers(&self, now_ms: i64) {
         let expiration_ms = self.config.producer_id_expiration_ms;
         for partition in self.all_partitions() {
-            let _ = partition.with_state(|state| {
-                state.producers.expire(now_ms, expiration_ms);
-                Ok(())
-            });
+            partition.expire_producers(now_ms, expiration_ms);
         }
     }
 
@@ -450,9 +445,7 @@ impl LogManager {
         let mut recovery = Vec::new();
         let mut starts = Vec::new();
         for partition in self.all_partitions() {
-            let offsets =
-                partition.with_log(|log| Ok((log.recovery_point(), log.log_start_offset())));
-            if let Ok((recovery_point, log_start)) = offsets {
+            if let Ok((recovery_point, log_start)) = partition.checkpoint_offsets() {
                 recovery.push((partition.topic.clone(), partition.index, recovery_point));
                 starts.push((partition.topic.clone(), partition.index, log_start));
             }
@@ -470,7 +463,7 @@ impl LogManager {
                 tracing::error!(partition = %partition, "producer snapshot failed: {e}");
                 all_closed = false;
             }
-            if let Err(e) = partition.with_log(|log| log.close()) {
+            if let Err(e) = partition.with_state(|state| Ok(state.log.close()?)) {
                 tracing::error!(partition = %partition, "close failed: {e}");
                 all_closed = false;
             }
@@ -504,8 +497,8 @@ fn topic_config_maps(
 fn apply_settings(topic: &Topic, settings: TopicSettings) {
     for partition in &topic.partitions {
         // A deleted partition has nothing left to configure.
-        let _ = partition.with_log(|log| {
-            log.set_config(settings.log.clone());
+        let _ = partition.with_state(|state| {
+            state.log.set_config(settings.log.clone());
             Ok(())
         });
     }

@@ -1,0 +1,558 @@
+//! A partition: one `PartitionLog` and the idempotent-producer state that must change with it,
+//! behind one mutex, offered to the rest of the broker as operations rather than as a lock
+//! handle. The mutex serialises appends, which is what keeps offsets dense and batches in
+//! arrival order; reads take it only to cut a byte range.
+//!
+//! This file is the one place that decides a partition's offsets: the high watermark (the end
+//! of what consumers may read; with one replica, every appended record is committed at once,
+//! so it is the log end offset) and the last stable offset (the end of what read_committed
+//! consumers may read; with no transactions, the high watermark). Replication and
+//! transactions change `PartitionState::high_watermark` and `last_stable_offset`, nothing else.
+//!
+//! Every append goes through `append_locked`: the leader epoch stamped into the batch, the
+//! producer snapshot at a roll, and the wake-up of parked fetches are decided there once, for
+//! produced batches and for the broker's own (`__consumer_offsets`) alike.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use tokio::sync::Notify;
+
+use super::topic::TopicSettings;
+use crate::log::batch::BatchHeader;
+use crate::log::{LogError, PartitionLog, RetentionConfig, SegmentSlice};
+use crate::producer::{snapshot, ProducerStateManager, SequenceCheck, SequenceError};
+
+/// The partition leader epoch stamped into stored batches; a single node is the leader of
+/// every partition from its creation and never changes leader.
+const LEADER_EPOCH: i32 = 0;
+
+/// Producer snapshots kept per partition (the newest two, as Kafka keeps).
+const SNAPSHOTS_RETAINED: usize = 2;
+
+/// Bytes read per step while replaying batch headers into producer state.
+const REPLAY_READ_BYTES: usize = 1 << 20;
+
+/// Why an operation on a partition failed. `api` chooses the Kafka error code for each.
+#[derive(Debug)]
+pub enum PartitionError {
+    /// The topic was deleted while the request was in flight.
+    Deleted,
+    /// An offset below the log start offset or above the log end offset.
+    OffsetOutOfRange {
+        requested: i64,
+        log_start_offset: i64,
+        log_end_offset: i64,
+    },
+    /// A batch larger than the segment size can never be stored.
+    RecordTooLarge,
+    /// Bytes that are not what the format requires.
+    Corrupt(String),
+    /// The log directory failed an I/O operation.
+    Storage(io::Error),
+    /// An idempotent producer's batch was refused (fenced epoch or a sequence gap).
+    Sequence(SequenceError),
+}
+
+impl fmt::Display for PartitionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PartitionError::Deleted => f.write_str("partition deleted"),
+            PartitionError::OffsetOutOfRange {
+                requested,
+                log_start_offset,
+                log_end_offset,
+            } => write!(
+                f,
+                "offset {requested} is outside the log [{log_start_offset}, {log_end_offset}]"
+            ),
+            PartitionError::RecordTooLarge => f.write_str("batch is larger than the segment size"),
+            PartitionError::Corrupt(reason) => write!(f, "corrupt log data: {reason}"),
+            PartitionError::Storage(error) => write!(f, "log I/O error: {error}"),
+            PartitionError::Sequence(error) => write!(f, "refused producer batch: {error:?}"),
+        }
+    }
+}
+
+impl std::error::Error for PartitionError {}
+
+impl From<LogError> for PartitionError {
+    fn from(error: LogError) -> Self {
+        match error {
+            LogError::OffsetOutOfRange {
+                requested,
+                log_start_offset,
+                log_end_offset,
+            } => PartitionError::OffsetOutOfRange {
+                requested,
+                log_start_offset,
+                log_end_offset,
+            },
+            LogError::RecordTooLarge => PartitionError::RecordTooLarge,
+            LogError::Corrupt(reason) => PartitionError::Corrupt(reason),
+            LogError::Io(error) => PartitionError::Storage(error),
+        }
+    }
+}
+
+impl From<io::Error> for PartitionError {
+    fn from(error: io::Error) -> Self {
+        PartitionError::Storage(error)
+    }
+}
+
+impl From<SequenceError> for PartitionError {
+    fn from(error: SequenceError) -> Self {
+        PartitionError::Sequence(error)
+    }
+}
+
+/// Which records a reader may see (a Fetch's or ListOffsets' `isolation_level`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isolation {
+    /// Up to the high watermark.
+    ReadUncommitted,
+    /// Up to the last stable offset.
+    ReadCommitted,
+}
+
+impl Isolation {
+    /// Kafka's wire value: 0 read_uncommitted, 1 read_committed.
+    pub fn from_wire(isolation_level: i8) -> Isolation {
+        if isolation_level == 1 {
+            Isolation::ReadCommitted
+        } else {
+            Isolation::ReadUncommitted
+        }
+    }
+}
+
+/// A partition's offsets at one moment, read together under its lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PartitionOffsets {
+    pub log_start_offset: i64,
+    pub high_watermark: i64,
+    pub last_stable_offset: i64,
+    pub log_end_offset: i64,
+}
+
+/// What a produced batch became.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProducedBatch {
+    pub base_offset: i64,
+    /// The append time stamped into a LogAppendTime batch, -1 otherwise (and for a duplicate,
+    /// whose append time sluice does not keep).
+    pub log_append_time_ms: i64,
+    pub log_start_offset: i64,
+}
+
+/// A fetch's read of one partition: the offsets at the moment of the read, and the records or
+/// why there are none.
+pub struct PartitionRead {
+    pub offsets: PartitionOffsets,
+    pub records: Result<Option<SegmentSlice>, PartitionError>,
+}
+
+/// An idempotent producer as DescribeProducers reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ActiveProducer {
+    pub producer_id: i64,
+    pub epoch: i16,
+    pub last_sequence: i32,
+    pub last_timestamp_ms: i64,
+}
+
+/// Figures about a partition's log that operators and tests look at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogStats {
+    pub size_bytes: u64,
+    pub active_segment_base_offset: i64,
+    pub log_end_offset: i64,
+    pub recovery_point: i64,
+    /// `.log` fsyncs so far (the flush-per-message durability test counts them).
+    pub segment_fsyncs: u64,
+}
+
+/// A partition's log and the producer state that must change atomically with it.
+pub(super) struct PartitionState {
+    pub(super) log: PartitionLog,
+    pub(super) producers: ProducerStateManager,
+}
+
+impl PartitionState {
+    /// The high watermark: the offset below which records are committed and visible. One
+    /// replica commits every appended record at once.
+    fn high_watermark(&self) -> i64 {
+        self.log.log_end_offset()
+    }
+
+    /// The last stable offset: below it no transaction is still open. There are no
+    /// transactions yet, so it is the high watermark.
+    fn last_stable_offset(&self) -> i64 {
+        self.high_watermark()
+    }
+
+    /// The end of what a reader with `isolation` may read.
+    fn visible_end(&self, isolation: Isolation) -> i64 {
+        match isolation {
+            Isolation::ReadUncommitted => self.high_watermark(),
+            Isolation::ReadCommitted => self.last_stable_offset(),
+        }
+    }
+
+    fn offsets(&self) -> PartitionOffsets {
+        PartitionOffsets {
+            log_start_offset: self.log.log_start_offset(),
+            high_watermark: self.high_watermark(),
+            last_stable_offset: self.last_stable_offset(),
+            log_end_offset: self.log.log_end_offset(),
+        }
+    }
+}
+
+pub struct Partition {
+    pub topic: String,
+    pub index: i32,
+    pub dir: PathBuf,
+    /// None once the topic is deleted; every later use answers UNKNOWN_TOPIC_OR_PARTITION.
+    state: Mutex<Option<PartitionState>>,
+    /// Woken after appends to this partition (and when it is retired), so that fetches parked
+    /// on it, and only those, re-read it.
+    appended: Arc<Notify>,
+}
+
+impl Partition {
+    /// Wraps an opened log, rebuilding producer state from the newest snapshot at or below the
+    /// log end offset and the batch headers after it.
+    pub(super) fn new(
+        topic: String,
+        index: i32,
+        dir: PathBuf,
+        log: PartitionLog,
+    ) -> Result<Partition, LogError> {
+        let producers = rebuild_producer_state(&dir, &log)?;
+        Ok(Partition {
+            topic,
+            index,
+            dir,
+            state: Mutex::new(Some(PartitionState { log, producers })),
+            appended: Arc::new(Notify::new()),
+        })
+    }
+
+    /// Appends a batch a client produced, already validated (and re-encoded into the topic's
+    /// codec if need be): the idempotence check and the append under one lock, so a retry
+    /// racing its original is never appended twice; a duplicate is answered with its original
+    /// base offset. With `flush.messages=1` the append is fsynced before this returns, off the
+    /// async runtime's worker.
+    pub fn append_produced(
+        &self,
+        batch: &[u8],
+        header: &BatchHeader,
+        settings: &TopicSettings,
+        now_ms: i64,
+    ) -> Result<ProducedBatch, PartitionError> {
+        let append = || {
+            self.with_state(|state| {
+                let log_start_offset = state.log.log_start_offset();
+                match state.producers.check(header)? {
+                    SequenceCheck::Duplicate { base_offset } => Ok((
+                        false,
+                        ProducedBatch {
+                            base_offset,
+                            log_append_time_ms: -1,
+                            log_start_offset,
+                        },
+                    )),
+                    SequenceCheck::Append => {
+                        let (base_offset, log_append_time_ms) =
+                            self.append_locked(state, batch, now_ms, settings.log_append_time)?;
+                        state.producers.update(header, base_offset);
+                        Ok((
+                            true,
+                            ProducedBatch {
+                                base_offset,
+                                log_append_time_ms,
+                                log_start_offset: state.log.log_start_offset(),
+                            },
+                        ))
+                    }
+                }
+            })
+        };
+        // An fsync per append would stall this worker's other connections.
+        let (appended, produced) = if settings.log.flush_interval_messages == 1 {
+            tokio::task::block_in_place(append)?
+        } else {
+            append()?
+        };
+        if appended {
+            self.appended.notify_waiters();
+        }
+        Ok(produced)
+    }
+
+    /// Appends a batch the broker wrote itself (the group coordinator's records), with the same
+    /// leader epoch, roll snapshot and wake-ups as a produced batch. Returns its base offset.
+    pub fn append_internal(&self, batch: &[u8], now_ms: i64) -> Result<i64, PartitionError> {
+        let (base_offset, _) =
+            self.with_state(|state| self.append_locked(state, batch, now_ms, false))?;
+        self.appended.notify_waiters();
+        Ok(base_offset)
+    }
+
+    /// The one append: stamps the leader epoch, and snapshots producer state when the append
+    /// rolled a new segment, as Kafka does at every roll: named by the new segment's base
+    /// offset and taken before this batch, the first one above it. Returns the base offset and
+    /// the LogAppendTime stamped (-1 when none).
+    fn append_locked(
+        &self,
+        state: &mut PartitionState,
+        batch: &[u8],
+        now_ms: i64,
+        log_append_time: bool,
+    ) -> Result<(i64, i64), PartitionError> {
+        let segment_before = state.log.active_segment_base_offset();
+        let info = state
+            .log
+            .append(batch, LEADER_EPOCH, now_ms, log_append_time)?;
+        if state.log.active_segment_base_offset() != segment_before {
+            self.snapshot_at_roll(state);
+        }
+        Ok((info.base_offset, info.log_append_time_ms))
+    }
+
+    fn snapshot_at_roll(&self, state: &PartitionState) {
+        let entries: Vec<_> = state.producers.entries().collect();
+        let offset = state.log.active_segment_base_offset();
+        if let Err(e) = snapshot::write(&self.dir, offset, &entries) {
+            // Recovery rebuilds producer state from the log without it; only restart time suffers.
+            tracing::warn!(partition = %self, offset, "producer snapshot at roll failed: {e}");
+        }
+        snapshot::prune(&self.dir, SNAPSHOTS_RETAINED);
+    }
+
+    /// A fetch's read: at most `max_bytes` from `fetch_offset`, up to what `isolation` may see
+    /// (see `PartitionLog::read_slice` for `min_one_batch`). The slice is cut under the lock, so
+    /// it never reaches past what was appended then.
+    pub fn read(
+        &self,
+        fetch_offset: i64,
+        max_bytes: usize,
+        min_one_batch: bool,
+        isolation: Isolation,
+    ) -> Result<PartitionRead, PartitionError> {
+        self.with_state(|state| {
+            let records = state
+                .log
+                .read_slice(
+                    fetch_offset,
+                    max_bytes,
+                    min_one_batch,
+                    state.visible_end(isolation),
+                )
+                .map_err(PartitionError::from);
+            Ok(PartitionRead {
+                offsets: state.offsets(),
+                records,
+            })
+        })
+    }
+
+    /// Reads whole batches into memory from `offset` up to the high watermark, at most about
+    /// `max_bytes` (one batch at least): for the broker's own replays of its logs.
+    pub(super) fn read_bytes(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+    ) -> Result<Bytes, PartitionError> {
+        self.with_state(|state| {
+            let end = state.high_watermark();
+            Ok(state.log.read(offset, max_bytes, true, end)?.records)
+        })
+    }
+
+    pub fn offsets(&self) -> Result<PartitionOffsets, PartitionError> {
+        self.with_state(|state| Ok(state.offsets()))
+    }
+
+    /// ListOffsets for one partition: `(timestamp, offset)` for Kafka's special timestamps
+    /// (-1 latest, -2 earliest, -3 max timestamp, -4 earliest local, -5 latest tiered) or the
+    /// first offset whose timestamp is at or after `timestamp`; `(-1, -1)` when there is none.
+    pub fn offset_for_timestamp(
+        &self,
+        timestamp: i64,
+        isolation: Isolation,
+    ) -> Result<(i64, i64), PartitionError> {
+        const LATEST: i64 = -1;
+        const EARLIEST: i64 = -2;
+        const MAX_TIMESTAMP: i64 = -3;
+        const EARLIEST_LOCAL: i64 = -4;
+        const LATEST_TIERED: i64 = -5;
+        self.with_state(|state| {
+            let end = state.visible_end(isolation);
+            Ok(match timestamp {
+                LATEST => (-1, end),
+                EARLIEST | EARLIEST_LOCAL => (-1, state.log.log_start_offset()),
+                MAX_TIMESTAMP => state.log.max_timestamp_and_offset().unwrap_or((-1, -1)),
+                LATEST_TIERED => (-1, -1),
+                ts if ts >= 0 => match state.log.find_offset_by_timestamp(ts)? {
+                    Some((offset, found_ts)) if offset < end => (found_ts, offset),
+                    _ => (-1, -1),
+                },
+                _ => (-1, -1),
+            })
+        })
+    }
+
+    /// DeleteRecords: moves the log start offset up to `offset` (-1: the high watermark), which
+    /// may not pass the high watermark. Returns the new log start offset (the low watermark).
+    pub fn delete_records(&self, offset: i64) -> Result<i64, PartitionError> {
+        self.with_state(|state| {
+            let high_watermark = state.high_watermark();
+            let target = if offset == -1 { high_watermark } else { offset };
+            if target < 0 || target > high_watermark {
+                return Err(PartitionError::OffsetOutOfRange {
+                    requested: target,
+                    log_start_offset: state.log.log_start_offset(),
+                    log_end_offset: high_watermark,
+                });
+            }
+            Ok(state.log.advance_log_start_offset(target)?)
+        })
+    }
+
+    /// Deletes segments past `retention` (never above the high watermark) and any `.deleted`
+    /// files whose delay has passed. Returns the segments deleted.
+    pub(super) fn enforce_retention(
+        &self,
+        retention: &RetentionConfig,
+        now_ms: i64,
+    ) -> Result<usize, PartitionError> {
+        self.with_state(|state| {
+            let high_watermark = state.high_watermark();
+            let count = state
+                .log
+                .delete_old_segments(retention, high_watermark, now_ms)?;
+            state.log.remove_deleted_files(now_ms)?;
+            Ok(count)
+        })
+    }
+
+    pub fn active_producers(&self) -> Result<Vec<ActiveProducer>, PartitionError> {
+        self.with_state(|state| {
+            Ok(state
+                .producers
+                .entries()
+                .map(|entry| ActiveProducer {
+                    producer_id: entry.producer_id,
+                    epoch: entry.epoch,
+                    last_sequence: entry.last_sequence().unwrap_or(-1),
+                    last_timestamp_ms: entry.last_timestamp_ms(),
+                })
+                .collect())
+        })
+    }
+
+    /// Forgets idempotent producers idle for `expiration_ms`.
+    pub(super) fn expire_producers(&self, now_ms: i64, expiration_ms: i64) {
+        // A deleted partition has no producers left to expire.
+        let _ = self.with_state(|state| {
+            state.producers.expire(now_ms, expiration_ms);
+            Ok(())
+        });
+    }
+
+    pub fn log_stats(&self) -> Result<LogStats, PartitionError> {
+        self.with_state(|state| {
+            Ok(LogStats {
+                size_bytes: state.log.size_bytes(),
+                active_segment_base_offset: state.log.active_segment_base_offset(),
+                log_end_offset: state.log.log_end_offset(),
+                recovery_point: state.log.recovery_point(),
+                segment_fsyncs: state.log.segment_fsyncs(),
+            })
+        })
+    }
+
+    /// `(recovery point, log start offset)`, for the checkpoint files.
+    pub(super) fn checkpoint_offsets(&self) -> Result<(i64, i64), PartitionError> {
+        self.with_state(|state| Ok((state.log.recovery_point(), state.log.log_start_offset())))
+    }
+
+    /// Runs `f` on the log and producer state under the partition's lock: for storage's own
+    /// modules (flushes, cleaning, configuration), never for request handlers.
+    pub(super) fn with_state<T>(
+        &self,
+        f: impl FnOnce(&mut PartitionState) -> Result<T, PartitionError>,
+    ) -> Result<T, PartitionError> {
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let state = guard.as_mut().ok_or(PartitionError::Deleted)?;
+        f(state)
+    }
+
+    /// Stops serving: the log is dropped (files closed, indexes unmapped) before deletion, and
+    /// fetches parked on the partition wake up to answer that it is gone.
+    pub(super) fn retire(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).take();
+        self.appended.notify_waiters();
+    }
+
+    /// What a fetch parks on: register (`enable`) before reading the partition, so an append
+    /// between the read and the wait is not missed.
+    pub fn appended(&self) -> &Arc<Notify> {
+        &self.appended
+    }
+
+    /// Writes `<log end offset>.snapshot` and keeps the two newest snapshots.
+    pub(super) fn snapshot_producers(&self) -> Result<(), PartitionError> {
+        self.with_state(|state| {
+            let entries: Vec<_> = state.producers.entries().collect();
+            snapshot::write(&self.dir, state.log.log_end_offset(), &entries)?;
+            snapshot::prune(&self.dir, SNAPSHOTS_RETAINED);
+            Ok(())
+        })
+    }
+}
+
+fn rebuild_producer_state(
+    dir: &Path,
+    log: &PartitionLog,
+) -> Result<ProducerStateManager, LogError> {
+    let log_end_offset = log.log_end_offset();
+    let (snapshot_offset, entries) = snapshot::load_latest(dir, log_end_offset);
+    let mut producers = ProducerStateManager::from_entries(entries);
+    let mut offset = snapshot_offset.max(log.log_start_offset());
+    while offset < log_end_offset {
+        let records = log
+            .read(offset, REPLAY_READ_BYTES, true, log_end_offset)?
+            .records;
+        let mut position = 0;
+        let mut advanced = false;
+        while let Ok(header) = BatchHeader::parse(&records[position..]) {
+            let size = header.total_size();
+            if size == 0 || position + size > records.len() {
+                break;
+            }
+            if header.last_offset() >= offset {
+                producers.update(&header, header.base_offset);
+                offset = header.last_offset() + 1;
+                advanced = true;
+            }
+            position += size;
+        }
+        if !advanced {
+            break;
+        }
+    }
+    Ok(producers)
+}
+
+impl fmt::Display for Partition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.topic, self.index)
+    }
+}

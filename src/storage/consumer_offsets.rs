@@ -14,7 +14,7 @@ use kafka_protocol::records::{Compression, RecordBatchDecoder};
 
 use super::{LogManager, TopicConfigs};
 use crate::group::StoreError;
-use crate::log::encode::{self, PlainRecord};
+use crate::record_batch::encode::{self, PlainRecord};
 use crate::time::Clock;
 
 pub const CONSUMER_OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -133,8 +133,8 @@ impl crate::group::OffsetStore for ConsumerOffsetsStore {
                     .map_err(|e| e.to_string())?
                     .records;
                 let before = offset;
-                while bytes.len() >= crate::log::batch::RECORD_BATCH_OVERHEAD {
-                    let Ok(header) = crate::log::batch::BatchHeader::parse(&bytes) else {
+                while bytes.len() >= crate::record_batch::header::RECORD_BATCH_OVERHEAD {
+                    let Ok(header) = crate::record_batch::header::BatchHeader::parse(&bytes) else {
                         break;
                     };
                     if header.total_size() > bytes.len() {

@@ -11,9 +11,9 @@ use tokio::sync::Notify;
 use uuid::Uuid;
 
 use crate::config::Config;
-use crate::log::batch::BatchHeader;
 use crate::log::{CleanerConfig, LogConfig, LogError, PartitionLog, RetentionConfig};
 use crate::producer::{snapshot, ProducerStateManager};
+use crate::record_batch::header::BatchHeader;
 
 use super::layout::write_file_durably;
 use super::topic_config;

@@ -9,6 +9,7 @@
 
 use bytes::Bytes;
 use kafka_protocol::compression::{Decompressor, Gzip, Lz4, Snappy, Zstd};
+use kafka_protocol::records::RecordBatchDecoder;
 
 use super::header::{BatchHeader, RECORD_BATCH_OVERHEAD};
 use super::BatchError;
@@ -51,6 +52,32 @@ pub fn find_record(
         }
     }
     Ok(None)
+}
+
+/// One record of a stored batch, decoded whole: what the group coordinator replays from
+/// `__consumer_offsets`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyValue {
+    pub offset: i64,
+    /// None for a null key.
+    pub key: Option<Bytes>,
+    /// None for a null value (a tombstone).
+    pub value: Option<Bytes>,
+}
+
+/// The records of the batches in `batches`, decoded by kafka-protocol; its error as text. Only
+/// for batches the broker wrote itself (`__consumer_offsets`), whose counts are not a client's.
+pub fn decode_records(batches: &mut Bytes) -> Result<Vec<KeyValue>, String> {
+    let set = RecordBatchDecoder::decode(batches).map_err(|e| e.to_string())?;
+    Ok(set
+        .records
+        .into_iter()
+        .map(|record| KeyValue {
+            offset: record.offset,
+            key: record.key,
+            value: record.value,
+        })
+        .collect())
 }
 
 /// One record of a stored batch, as the log cleaner sees it.
@@ -318,5 +345,41 @@ mod tests {
             find_record(&gzip, |_, _| false),
             Err(BatchError::Corrupt(_))
         ));
+    }
+
+    #[test]
+    fn decode_records_returns_offsets_keys_and_values() {
+        let records = [
+            PlainRecord::new(
+                Some(Bytes::from_static(b"a")),
+                Some(Bytes::from_static(b"1")),
+                5,
+            ),
+            PlainRecord::new(Some(Bytes::from_static(b"b")), None, 6),
+        ];
+        let mut batch = Bytes::from({
+            let mut batch = encode::batch(records, Compression::Gzip)
+                .expect("encode")
+                .to_vec();
+            set_base_offset(&mut batch, 40);
+            batch
+        });
+        let decoded = decode_records(&mut batch).expect("decode");
+        assert_eq!(
+            decoded,
+            vec![
+                KeyValue {
+                    offset: 40,
+                    key: Some(Bytes::from_static(b"a")),
+                    value: Some(Bytes::from_static(b"1")),
+                },
+                KeyValue {
+                    offset: 41,
+                    key: Some(Bytes::from_static(b"b")),
+                    value: None,
+                },
+            ]
+        );
+        assert!(decode_records(&mut Bytes::from_static(&[0u8; 70])).is_err());
     }
 }

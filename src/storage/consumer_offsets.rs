@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use kafka_protocol::records::{Compression, RecordBatchDecoder};
+use kafka_protocol::records::Compression;
 
 use super::{LogManager, TopicConfigs};
 use crate::group::StoreError;
@@ -141,9 +141,9 @@ impl crate::group::OffsetStore for ConsumerOffsetsStore {
                         break;
                     }
                     let mut one = bytes.split_to(header.total_size());
-                    let set = RecordBatchDecoder::decode(&mut one)
+                    let records = crate::record_batch::records::decode_records(&mut one)
                         .map_err(|e| format!("{partition}: {e}"))?;
-                    for record in set.records.into_iter().filter(|r| r.offset >= offset) {
+                    for record in records.into_iter().filter(|r| r.offset >= offset) {
                         if let Some(key) = record.key {
                             all.push((index, key, record.value));
                         }

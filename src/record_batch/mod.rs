@@ -3,17 +3,18 @@
 //! attributes, and the few in-place edits the broker makes), the records inside a batch (`walk`:
 //! the bounded walk of a produced batch; `records`: offsets, timestamps and keys of a stored
 //! one), building batches from plain records (`encode`), the codecs (`compression`: Kafka's
-//! framing for each codec and streaming, size-capped decompression), Kafka's `LogValidator`
-//! checks on a produced batch (`validate`) and its re-encoding into a topic's codec
-//! (`recompress`).
+//! framing for each; `decompress`: streaming, size-capped decompression), Kafka's
+//! `LogValidator` checks on a produced batch (`validate`) and its re-encoding into a topic's
+//! codec (`recompress`).
 //!
 //! The module is pure and sits at the bottom of the crate: it does no I/O, holds no state and
 //! imports nothing from the rest of sluice. Settings come in as plain values (`BatchLimits`,
 //! `Recompression`); a refused batch is a `BatchError`, which `api::errors` turns into a Kafka
-//! error code. `log`, `storage`, `producer`, `group` and `api` all read and write batches
-//! through it.
+//! error code. `log`, `producer`, `storage` (`__consumer_offsets` for the group coordinator
+//! included) and `api` all read and write batches through it.
 
 pub mod compression;
+pub mod decompress;
 pub mod encode;
 pub mod header;
 pub mod recompress;

@@ -12,7 +12,8 @@ use std::io::Read;
 
 use bytes::Bytes;
 
-use super::compression::{compress, decompressor};
+use super::compression::compress;
+use super::decompress::decompressor;
 use super::header::{self, BatchHeader, RECORD_BATCH_OVERHEAD};
 use super::validate::decompression_bound;
 use super::BatchError;

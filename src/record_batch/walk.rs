@@ -11,7 +11,7 @@
 
 use std::io::{self, BufRead, BufReader, Read};
 
-use super::compression::decompressor;
+use super::decompress::decompressor;
 
 /// Why the records of a batch are not acceptable.
 #[derive(Debug, PartialEq, Eq)]

@@ -11,8 +11,8 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::{ApiKey, ProduceRequest, RequestHeader, TopicName};
 use kafka_protocol::protocol::{Encodable, StrBytes};
 use kafka_protocol::records::Compression;
-use sluice::log::encode::{self, PlainRecord};
 use sluice::log::{LogConfig, OpenOptions, PartitionLog};
+use sluice::record_batch::encode::{self, PlainRecord};
 
 const RECORD_BYTES: usize = 1024;
 const RECORDS_PER_BATCH: usize = 16;
@@ -114,7 +114,7 @@ fn walk(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(batch.len() as u64));
     group.bench_function("16KiB_uncompressed_batch", |b| {
         b.iter(|| {
-            sluice::protocol::record_walk::walk_records(
+            sluice::record_batch::walk::walk_records(
                 0,
                 &batch[61..],
                 RECORDS_PER_BATCH as i32,
@@ -129,10 +129,8 @@ fn walk(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(256 * RECORD_BYTES as u64));
     group.bench_function("256KiB_lz4_batch_decompressed", |b| {
         b.iter(|| {
-            sluice::protocol::record_walk::walk_records(3, &lz4[61..], 256, 1 << 30, |_, _, _| {
-                Ok(())
-            })
-            .expect("walk")
+            sluice::record_batch::walk::walk_records(3, &lz4[61..], 256, 1 << 30, |_, _, _| Ok(()))
+                .expect("walk")
         })
     });
     group.finish();

@@ -15,9 +15,9 @@ import sys
 # (phase, frames that must all appear on the stack). The first matching rule wins, so the
 # more specific rules come first.
 PHASES = [
-    ("produce validation: lz4 decompression", ["produce_validation::", "lz4"]),
-    ("produce validation: CRC-32C", ["produce_validation::", "crc32c"]),
-    ("produce validation: record walk (varints, framing)", ["produce_validation::"]),
+    ("produce validation: lz4 decompression", ["record_batch::validate::", "lz4"]),
+    ("produce validation: CRC-32C", ["record_batch::validate::", "crc32c"]),
+    ("produce validation: record walk (varints, framing)", ["record_batch::validate::"]),
     ("log append: offset/time index", ["LogSegment::append", "index::"]),
     ("log append: pwrite into the segment (page cache)", ["LogSegment::append", "pwritev"]),
     ("log append: pwrite into the segment (page cache)", ["LogSegment::append", "write_at"]),

@@ -10,6 +10,7 @@
 //! quota    client quotas: rates → throttle time (the connection mutes the client)
 //! storage  the log directory: topics, partition directories, checkpoints
 //! log      one partition: segments, offset and time indexes, recovery
+//! record_batch  the RecordBatch format: header, records, codecs, Kafka's checks (pure)
 //! ```
 //!
 //! See ARCHITECTURE.md for the invariants each layer keeps.
@@ -23,6 +24,7 @@ pub mod network;
 pub mod producer;
 pub mod protocol;
 pub mod quota;
+pub mod record_batch;
 pub mod server;
 pub mod storage;
 pub mod time;

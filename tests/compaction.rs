@@ -10,7 +10,7 @@ use common::{Client, TestBroker};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{Compression, RecordBatchDecoder};
-use sluice::log::encode::{self, PlainRecord};
+use sluice::record_batch::encode::{self, PlainRecord};
 
 /// Small segments so that a few kilobytes make several; a cleaner task that never runs on its
 /// own, so each test runs its passes itself.

@@ -3,12 +3,43 @@
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
+use crate::record_batch::BatchError;
 use crate::storage::{PartitionError, SequenceError, TopicError};
 
 pub const NONE: i16 = 0;
 
 pub fn code(e: ResponseError) -> i16 {
     e.code()
+}
+
+/// A refused partition: its error code and the message Kafka would give.
+#[derive(Debug, PartialEq)]
+pub struct Refused {
+    pub error_code: i16,
+    pub message: String,
+}
+
+/// A batch refused by `record_batch`'s checks, with its message unchanged.
+impl From<BatchError> for Refused {
+    fn from(e: BatchError) -> Self {
+        Refused {
+            error_code: batch_error_code(&e),
+            message: e.into_message(),
+        }
+    }
+}
+
+/// The code Kafka answers each kind of refused batch with.
+pub fn batch_error_code(e: &BatchError) -> i16 {
+    match e {
+        BatchError::Corrupt(_) => code(ResponseError::CorruptMessage),
+        BatchError::InvalidRecord(_) => code(ResponseError::InvalidRecord),
+        BatchError::MessageTooLarge(_) => code(ResponseError::MessageTooLarge),
+        BatchError::UnsupportedCompression(_) => code(ResponseError::UnsupportedCompressionType),
+        BatchError::InvalidTimestamp(_) => code(ResponseError::InvalidTimestamp),
+        BatchError::Transactional(_) => code(ResponseError::InvalidTxnState),
+        BatchError::RecompressFailed(_) => code(ResponseError::UnknownServerError),
+    }
 }
 
 pub fn partition_error_code(e: &PartitionError) -> i16 {
@@ -59,5 +90,33 @@ pub fn quota_error_code(e: &crate::quota::QuotaError) -> i16 {
         // Kafka's answer to an entity type it does not know in a describe filter.
         QuotaError::UnsupportedEntityType(_) => code(ResponseError::UnsupportedVersion),
         QuotaError::Storage(_) => code(ResponseError::UnknownServerError),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refused_batches_get_kafkas_codes_and_keep_their_message() {
+        let cases = [
+            (BatchError::Corrupt("c".into()), 2),
+            (BatchError::InvalidRecord("i".into()), 87),
+            (BatchError::MessageTooLarge("m".into()), 10),
+            (BatchError::UnsupportedCompression("u".into()), 76),
+            (BatchError::InvalidTimestamp("t".into()), 32),
+            (BatchError::Transactional("x".into()), 48),
+            (BatchError::RecompressFailed("r".into()), -1),
+        ];
+        for (error, expected) in cases {
+            let message = error.message().to_string();
+            let refused = Refused::from(error);
+            assert_eq!(refused.error_code, expected, "{message}");
+            assert_eq!(refused.message, message);
+        }
+        assert_eq!(
+            batch_error_code(&BatchError::InvalidRecord(String::new())),
+            ResponseError::InvalidRecord.code()
+        );
     }
 }

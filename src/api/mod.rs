@@ -24,8 +24,6 @@ mod init_producer_id;
 mod list_offsets;
 mod metadata;
 mod produce;
-mod produce_validation;
-mod recompress;
 mod throttle;
 mod transactions_admin;
 

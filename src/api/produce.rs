@@ -14,10 +14,10 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use super::errors::{code, partition_error_code, NONE};
-use super::produce_validation::{validate, validate_framing, BatchLimits, Refused};
-use super::recompress;
+use super::errors::{code, partition_error_code, Refused, NONE};
 use super::{respond_throttled, Broker, Outcome};
+use crate::record_batch::recompress::{self, Recompression};
+use crate::record_batch::validate::{validate, validate_framing, BatchLimits};
 use crate::storage::consumer_offsets::CONSUMER_OFFSETS_TOPIC;
 use crate::storage::{Partition, PartitionError, Topic};
 
@@ -175,7 +175,7 @@ async fn append_one(
             settings.timestamp_after_max_ms
         },
     };
-    let header = match validate(&records, &limits) {
+    let header = match validate(&records, &limits).map_err(Refused::from) {
         Ok(header) => header,
         Err(refused) => {
             tracing::debug!(partition = %partition, "refused batch: {}", refused.message);
@@ -189,10 +189,15 @@ async fn append_one(
     // Bytes after the batch that are not a whole batch are not stored (Kafka trims them).
     let records = records.slice(..header.total_size());
     // The topic's compression.type, when it names another codec (recompress.rs).
-    let records = match recompress::to_topic_codec(records, &header, &settings) {
+    let recompression = Recompression {
+        compression_codec: settings.compression_codec,
+        compression_level: settings.compression_level,
+        max_message_bytes: settings.max_message_bytes,
+    };
+    let records = match recompress::to_topic_codec(records, &header, &recompression) {
         Ok(records) => records,
         Err(refused) => {
-            response.error_code = refused.error_code;
+            response.error_code = Refused::from(refused).error_code;
             return;
         }
     };

@@ -11,15 +11,11 @@
 //! and never parses requests: it sees batch bytes and offsets only. It is not internally
 //! synchronised; callers wrap a `PartitionLog` in a lock (reads take `&self`).
 
-pub mod batch;
 pub mod checkpoint;
 mod cleaner;
-pub mod compression;
-pub mod encode;
 mod index;
 mod offset_index;
 mod read;
-mod records;
 mod recovery;
 mod retention;
 mod scan;
@@ -37,7 +33,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use batch::{set_base_offset, set_log_append_time, set_partition_leader_epoch, BatchHeader};
+use crate::record_batch::header::{
+    crc_is_valid, set_base_offset, set_log_append_time, set_partition_leader_epoch, BatchHeader,
+    RECORD_BATCH_OVERHEAD,
+};
+use crate::record_batch::BatchError;
 use segment::LogSegment;
 
 pub use cleaner::{CleanOutcome, CleanedRound, CleanerConfig, CleaningRound};
@@ -86,7 +86,7 @@ impl LogConfig {
     fn normalized(mut self) -> LogConfig {
         self.segment_bytes = self
             .segment_bytes
-            .clamp(batch::RECORD_BATCH_OVERHEAD as u64, i32::MAX as u64);
+            .clamp(RECORD_BATCH_OVERHEAD as u64, i32::MAX as u64);
         self.max_index_size_bytes = self.max_index_size_bytes.max(MIN_INDEX_SIZE_BYTES);
         self
     }
@@ -122,6 +122,13 @@ impl fmt::Display for LogError {
             LogError::Corrupt(reason) => write!(f, "corrupt log data: {reason}"),
             LogError::Io(error) => write!(f, "log I/O error: {error}"),
         }
+    }
+}
+
+/// Records of a stored batch that cannot be read are corrupt log data; the reason is kept.
+impl From<BatchError> for LogError {
+    fn from(error: BatchError) -> Self {
+        LogError::Corrupt(error.into_message())
     }
 }
 
@@ -325,7 +332,7 @@ impl PartitionLog {
         if batch.len() as u64 > self.config.segment_bytes {
             return Err(LogError::RecordTooLarge);
         }
-        debug_assert!(batch::crc_is_valid(batch), "append takes validated batches");
+        debug_assert!(crc_is_valid(batch), "append takes validated batches");
         let base_offset = self.log_end_offset;
         let last_offset = base_offset + i64::from(header.last_offset_delta);
         let max_timestamp = if log_append_time {
@@ -348,8 +355,8 @@ impl PartitionLog {
         }
         // Everything stamped lies in the header: stamp a copy of it and write it before the
         // untouched records, so the batch itself is never copied.
-        let (head, records) = batch.split_at(batch::RECORD_BATCH_OVERHEAD);
-        let mut head: [u8; batch::RECORD_BATCH_OVERHEAD] =
+        let (head, records) = batch.split_at(RECORD_BATCH_OVERHEAD);
+        let mut head: [u8; RECORD_BATCH_OVERHEAD] =
             head.try_into().expect("split at the header size");
         set_base_offset(&mut head, base_offset);
         set_partition_leader_epoch(&mut head, leader_epoch);

@@ -7,11 +7,11 @@
 
 use bytes::Bytes;
 
-use super::records::find_record;
 use super::scan::{ScanStep, LOOKUP_CHUNK_BYTES};
 use super::segment::{LogSegment, SegmentSlice};
 use super::time_index::NO_TIMESTAMP;
 use super::{LogError, PartitionLog, ReadInfo};
+use crate::record_batch::records::find_record;
 
 impl PartitionLog {
     /// Kafka's fetch read, copied into memory: see `read_slice`.

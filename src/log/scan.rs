@@ -10,7 +10,9 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 
-use super::batch::{check_frame, BatchHeader, Frame, CRC_COVERED_FROM, RECORD_BATCH_OVERHEAD};
+use crate::record_batch::header::{
+    check_frame, BatchHeader, Frame, CRC_COVERED_FROM, RECORD_BATCH_OVERHEAD,
+};
 
 /// Buffer for header-only scans (lookups): an index interval's worth of small batches.
 pub(super) const LOOKUP_CHUNK_BYTES: usize = 16 * 1024;

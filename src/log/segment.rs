@@ -16,11 +16,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::batch::BatchHeader;
 use super::offset_index::OffsetIndex;
 use super::scan::{BatchScanner, ScanStep, LOOKUP_CHUNK_BYTES};
 use super::time_index::{TimeIndex, NO_TIMESTAMP};
 use super::{LogConfig, LogError};
+use crate::record_batch::header::BatchHeader;
 
 mod recovery;
 

@@ -11,7 +11,7 @@ pub mod snapshot;
 
 use std::collections::{HashMap, VecDeque};
 
-use crate::log::batch::BatchHeader;
+use crate::record_batch::header::BatchHeader;
 
 /// Kafka's `NUM_BATCHES_TO_RETAIN`: clients keep at most 5 requests in flight per partition.
 pub const BATCHES_RETAINED: usize = 5;

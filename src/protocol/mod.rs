@@ -5,7 +5,6 @@
 
 mod codec;
 mod fetch_frame;
-pub mod record_walk;
 mod versions;
 
 pub use codec::{

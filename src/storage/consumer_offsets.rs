@@ -10,11 +10,11 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use kafka_protocol::records::{Compression, RecordBatchDecoder};
+use kafka_protocol::records::Compression;
 
 use super::{LogManager, TopicConfigs};
 use crate::group::StoreError;
-use crate::log::encode::{self, PlainRecord};
+use crate::record_batch::encode::{self, PlainRecord};
 use crate::time::Clock;
 
 pub const CONSUMER_OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -130,17 +130,17 @@ impl crate::group::OffsetStore for ConsumerOffsetsStore {
                     .read_bytes(offset, REPLAY_READ_BYTES)
                     .map_err(|e| e.to_string())?;
                 let before = offset;
-                while bytes.len() >= crate::log::batch::RECORD_BATCH_OVERHEAD {
-                    let Ok(header) = crate::log::batch::BatchHeader::parse(&bytes) else {
+                while bytes.len() >= crate::record_batch::header::RECORD_BATCH_OVERHEAD {
+                    let Ok(header) = crate::record_batch::header::BatchHeader::parse(&bytes) else {
                         break;
                     };
                     if header.total_size() > bytes.len() {
                         break;
                     }
                     let mut one = bytes.split_to(header.total_size());
-                    let set = RecordBatchDecoder::decode(&mut one)
+                    let records = crate::record_batch::records::decode_records(&mut one)
                         .map_err(|e| format!("{partition}: {e}"))?;
-                    for record in set.records.into_iter().filter(|r| r.offset >= offset) {
+                    for record in records.into_iter().filter(|r| r.offset >= offset) {
                         if let Some(key) = record.key {
                             all.push((index, key, record.value));
                         }

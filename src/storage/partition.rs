@@ -22,9 +22,9 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 
 use super::topic::TopicSettings;
-use crate::log::batch::BatchHeader;
 use crate::log::{LogError, PartitionLog, RetentionConfig, SegmentSlice};
 use crate::producer::{snapshot, ProducerStateManager, SequenceCheck, SequenceError};
+use crate::record_batch::header::BatchHeader;
 
 /// The partition leader epoch stamped into stored batches; a single node is the leader of
 /// every partition from its creation and never changes leader.

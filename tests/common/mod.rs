@@ -17,7 +17,7 @@ use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 use kafka_protocol::records::Compression;
 use sluice::config::Config;
-use sluice::log::encode::{self, PlainRecord};
+use sluice::record_batch::encode::{self, PlainRecord};
 use sluice::server::{start, RunningBroker};
 use sluice::storage::Partition;
 use sluice::time::{Clock, ManualClock, SystemClock};

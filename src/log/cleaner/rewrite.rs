@@ -9,12 +9,12 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use super::{CleanedGroup, CleanedRound, CleaningRound, SourceSegment};
-use crate::log::batch::{self, BatchHeader, RECORD_BATCH_OVERHEAD};
-use crate::log::compression::compress;
-use crate::log::records::{for_each_record, records_of};
 use crate::log::scan::{BatchScanner, ScanStep, RECOVERY_CHUNK_BYTES};
 use crate::log::segment::segment_file;
 use crate::log::LogError;
+use crate::record_batch::compression::compress;
+use crate::record_batch::header::{self, BatchHeader, RECORD_BATCH_OVERHEAD};
+use crate::record_batch::records::{for_each_record, records_of};
 
 const CLEANED_SUFFIX: &str = ".log.cleaned";
 
@@ -281,18 +281,18 @@ impl CleaningRound {
                 body.extend_from_slice(record.bytes);
             }
         })?;
-        batch::set_records_count(&mut head, kept as i32);
+        header::set_records_count(&mut head, kept as i32);
         if stamp_horizon {
-            batch::set_delete_horizon(&mut head, new_base);
+            header::set_delete_horizon(&mut head, new_base);
         }
         if !header.timestamp_type_is_log_append() {
             // Kafka's rebuilt batches carry the largest timestamp of the records they keep.
-            batch::set_max_timestamp(&mut head, max_timestamp);
+            header::set_max_timestamp(&mut head, max_timestamp);
         }
         let codec = header.compression();
         let compressed = compress(codec, &body, None)?;
         Ok((
-            Filtered::Rebuilt(batch::with_records(&head, &compressed, codec)),
+            Filtered::Rebuilt(header::with_records(&head, &compressed, codec)),
             dropped,
         ))
     }
@@ -306,8 +306,8 @@ fn group_end_offset(group: &[&SourceSegment]) -> i64 {
 /// A batch with the header `head` and no records (codec none): what a cleaned log keeps of an
 /// emptied batch whose offsets or producer sequence must stay.
 fn empty_batch(mut head: [u8; RECORD_BATCH_OVERHEAD]) -> Vec<u8> {
-    batch::set_records_count(&mut head, 0);
-    batch::with_records(&head, &[], 0)
+    header::set_records_count(&mut head, 0);
+    header::with_records(&head, &[], 0)
 }
 
 /// Reads the written file back: whole batches, valid CRCs, offsets increasing from `base` and
@@ -343,7 +343,7 @@ fn for_each_batch(
         match scanner.next_header()? {
             ScanStep::Batch { position, header } => {
                 let bytes = scanner.read_batch(position, &header)?;
-                if !batch::crc_is_valid(&bytes) {
+                if !header::crc_is_valid(&bytes) {
                     return Err(LogError::Corrupt(format!(
                         "{}: CRC mismatch at {position}; not cleaning it",
                         path.display()

@@ -3,10 +3,10 @@
 //! at the first batch that fails.
 
 use super::{LogSegment, Recovered};
-use crate::log::batch::{BatchHeader, RECORD_BATCH_OVERHEAD};
 use crate::log::scan::{BatchScanner, ScanStep, RECOVERY_CHUNK_BYTES};
 use crate::log::time_index::NO_TIMESTAMP;
 use crate::log::{LogConfig, LogError};
+use crate::record_batch::header::{BatchHeader, RECORD_BATCH_OVERHEAD};
 
 impl LogSegment {
     /// Kafka's `LogSegment.recover`: rebuilds both indexes from the log while re-validating every

@@ -1,10 +1,10 @@
 //! Appends, rolls, reads and their size and offset bounds.
 
 use super::*;
-use crate::log::batch::{
+use crate::log::LogError;
+use crate::record_batch::header::{
     crc_is_valid, set_base_offset, set_partition_leader_epoch, RECORD_BATCH_OVERHEAD,
 };
-use crate::log::LogError;
 
 #[test]
 fn round_trip_across_rolls_keeps_bytes_and_stamps_offsets() {

@@ -13,9 +13,9 @@ use std::path::Path;
 use bytes::Bytes;
 use kafka_protocol::records::Compression;
 
-use super::batch::{set_base_offset, BatchHeader, BatchIter};
-use super::encode::{self, PlainRecord};
 use super::{LogConfig, OpenOptions, PartitionLog};
+use crate::record_batch::encode::{self, PlainRecord};
+use crate::record_batch::header::{set_base_offset, BatchHeader, BatchIter};
 
 #[derive(Debug, Clone)]
 pub(crate) struct BatchSpec {
@@ -102,7 +102,7 @@ pub(crate) fn read_all(log: &PartitionLog) -> Vec<BatchHeader> {
             let (position, header) = item.expect("whole batch");
             let end = position + header.total_size();
             assert!(
-                super::batch::crc_is_valid(&read.records[position..end]),
+                crate::record_batch::header::crc_is_valid(&read.records[position..end]),
                 "CRC at {offset}"
             );
             if header.last_offset() >= offset {

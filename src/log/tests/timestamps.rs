@@ -216,7 +216,10 @@ fn log_append_time_stamps_the_batch_and_lookups_use_the_append_time() {
             .expect("read");
         let header = BatchHeader::parse(&read.records).expect("header");
         let stored = &read.records[..header.total_size()];
-        assert!(super::super::batch::crc_is_valid(stored), "{compression:?}");
+        assert!(
+            crate::record_batch::header::crc_is_valid(stored),
+            "{compression:?}"
+        );
         assert!(header.timestamp_type_is_log_append());
         assert_eq!(header.attributes & 0x08, 0x08);
         assert_eq!(header.compression(), compression as u8);

@@ -10,11 +10,11 @@ use bytes::Bytes;
 use kafka_protocol::records::{Compression, RecordBatchDecoder};
 
 use super::{open, small_config};
-use crate::log::batch::{
+use crate::log::{CleanerConfig, LogConfig, PartitionLog, RetentionConfig};
+use crate::record_batch::encode::{self, PlainRecord};
+use crate::record_batch::header::{
     set_delete_horizon, with_records, BatchHeader, BatchIter, RECORD_BATCH_OVERHEAD,
 };
-use crate::log::encode::{self, PlainRecord};
-use crate::log::{CleanerConfig, LogConfig, PartitionLog, RetentionConfig};
 
 /// (offset, key, value) of one stored record.
 type Stored = (i64, Option<Bytes>, Option<Bytes>);

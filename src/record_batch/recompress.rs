@@ -5,29 +5,38 @@
 //! bits) and the CRC. A batch already in the topic's codec, and every batch of a `producer`
 //! topic, passes through untouched, without a copy.
 //!
-//! The batch has been validated (`produce_validation`) before it gets here, so its records are
+//! The batch has been validated (`validate`) before it gets here, so its records are
 //! well formed and decompress within the bound that validation enforced.
 
 use std::io::Read;
 
 use bytes::Bytes;
-use kafka_protocol::ResponseError;
 
-use super::errors::code;
-use super::produce_validation::{decompression_bound, Refused};
-use crate::log::batch::{self, BatchHeader, RECORD_BATCH_OVERHEAD};
-use crate::log::compression::compress;
-use crate::protocol::record_walk::decompressor;
-use crate::storage::TopicSettings;
+use super::compression::compress;
+use super::decompress::decompressor;
+use super::header::{self, BatchHeader, RECORD_BATCH_OVERHEAD};
+use super::validate::decompression_bound;
+use super::BatchError;
+
+/// The topic settings a re-encoding follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Recompression {
+    /// The codec `compression.type` names, or None for `producer` (keep the batch's).
+    pub compression_codec: Option<u8>,
+    /// `compression.<codec>.level`, or None for Kafka's default level.
+    pub compression_level: Option<i32>,
+    /// `max.message.bytes`: the re-encoded batch must still fit.
+    pub max_message_bytes: i32,
+}
 
 /// `records` (one validated batch) in the topic's codec: the same bytes when the topic's
 /// `compression.type` is `producer` or already the batch's codec, otherwise a re-encoded
-/// batch, refused with MESSAGE_TOO_LARGE when it no longer fits `max.message.bytes`.
+/// batch, refused with MessageTooLarge when it no longer fits `max.message.bytes`.
 pub fn to_topic_codec(
     records: Bytes,
     header: &BatchHeader,
-    settings: &TopicSettings,
-) -> Result<Bytes, Refused> {
+    settings: &Recompression,
+) -> Result<Bytes, BatchError> {
     let max_message_bytes = settings.max_message_bytes;
     let codec = header.compression();
     let Some(target) = settings.compression_codec.filter(|t| *t != codec) else {
@@ -36,29 +45,22 @@ pub fn to_topic_codec(
     let end = header.total_size().min(records.len());
     let max_bytes = decompression_bound(max_message_bytes);
     let plain = decompress(codec, &records[RECORD_BATCH_OVERHEAD..end], max_bytes)?;
-    let body = compress(target, &plain, settings.compression_level).map_err(|e| Refused {
-        error_code: code(ResponseError::UnknownServerError),
-        message: format!("recompressing the batch failed: {e}"),
+    let body = compress(target, &plain, settings.compression_level).map_err(|e| {
+        BatchError::RecompressFailed(format!("recompressing the batch failed: {e}"))
     })?;
-    let batch = batch::with_records(&records[..RECORD_BATCH_OVERHEAD], &body, target);
+    let batch = header::with_records(&records[..RECORD_BATCH_OVERHEAD], &body, target);
     if batch.len() > usize::try_from(max_message_bytes).unwrap_or(0) {
-        return Err(Refused {
-            error_code: code(ResponseError::MessageTooLarge),
-            message: format!(
-                "batch of {} bytes after recompression exceeds max.message.bytes {max_message_bytes}",
-                batch.len()
-            ),
-        });
+        return Err(BatchError::MessageTooLarge(format!(
+            "batch of {} bytes after recompression exceeds max.message.bytes {max_message_bytes}",
+            batch.len()
+        )));
     }
     Ok(Bytes::from(batch))
 }
 
-fn decompress(codec: u8, body: &[u8], max_bytes: u64) -> Result<Vec<u8>, Refused> {
-    let corrupt = |message: String| Refused {
-        error_code: code(ResponseError::CorruptMessage),
-        message,
-    };
-    let reader = decompressor(codec, body, max_bytes).map_err(|e| corrupt(format!("{e:?}")))?;
+fn decompress(codec: u8, body: &[u8], max_bytes: u64) -> Result<Vec<u8>, BatchError> {
+    let corrupt = BatchError::Corrupt;
+    let reader = decompressor(codec, body, max_bytes).map_err(|e| corrupt(e.to_string()))?;
     let mut plain = Vec::new();
     reader
         .take(max_bytes + 1)
@@ -72,8 +74,8 @@ fn decompress(codec: u8, body: &[u8], max_bytes: u64) -> Result<Vec<u8>, Refused
 
 #[cfg(test)]
 mod tests {
+    use super::super::encode::{self, PlainRecord};
     use super::*;
-    use crate::log::encode::{self, PlainRecord};
     use kafka_protocol::records::{Compression, RecordBatchDecoder};
 
     fn batch(count: usize, compression: Compression) -> Bytes {
@@ -87,12 +89,13 @@ mod tests {
         encode::batch(records, compression).unwrap()
     }
 
-    fn settings(codec: Option<u8>, max_message_bytes: i32) -> TopicSettings {
-        let mut settings =
-            crate::storage::TopicConfigs::default().settings(&crate::config::Config::default());
-        settings.compression_codec = codec;
-        settings.max_message_bytes = max_message_bytes;
-        settings
+    fn settings(codec: Option<u8>, max_message_bytes: i32) -> Recompression {
+        Recompression {
+            compression_codec: codec,
+            // A topic's default: Kafka's level for the codec.
+            compression_level: None,
+            max_message_bytes,
+        }
     }
 
     #[test]
@@ -113,14 +116,11 @@ mod tests {
                     &header,
                     &settings(Some(target as u8), 1 << 20),
                 )
-                .unwrap_or_else(|e| panic!("{from:?} -> {target}: {}", e.message));
+                .unwrap_or_else(|e| panic!("{from:?} -> {target}: {}", e.message()));
                 let new_header = BatchHeader::parse(&out).unwrap();
                 assert_eq!(new_header.compression(), target as u8);
                 assert_eq!(new_header.total_size(), out.len());
-                assert!(
-                    crate::log::batch::crc_is_valid(&out),
-                    "{from:?} -> {target}"
-                );
+                assert!(header::crc_is_valid(&out), "{from:?} -> {target}");
                 let mut bytes = out.clone();
                 let set = RecordBatchDecoder::decode(&mut bytes).unwrap();
                 assert_eq!(set.records.len(), 500);
@@ -145,6 +145,9 @@ mod tests {
         let header = BatchHeader::parse(&original).unwrap();
         let refused =
             to_topic_codec(original.clone(), &header, &settings(Some(0), 8192)).unwrap_err();
-        assert_eq!(refused.error_code, 10, "MESSAGE_TOO_LARGE");
+        assert!(
+            matches!(refused, BatchError::MessageTooLarge(_)),
+            "MESSAGE_TOO_LARGE: {refused:?}"
+        );
     }
 }

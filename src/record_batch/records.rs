@@ -1,6 +1,6 @@
 //! Records inside one stored batch: per-record timestamps and offsets for ListOffsets by timestamp
 //! and by max timestamp, and keys, tombstones and raw record bytes for the log cleaner. These are
-//! the only places the log looks inside a batch.
+//! the only ways the log looks inside a batch.
 //!
 //! Decompression is kafka-protocol's. The record walk is ours, on purpose: kafka-protocol 0.18.0's
 //! `RecordBatchDecoder` reserves memory from counts read from the bytes (records count, header
@@ -9,17 +9,19 @@
 
 use bytes::Bytes;
 use kafka_protocol::compression::{Decompressor, Gzip, Lz4, Snappy, Zstd};
+use kafka_protocol::records::RecordBatchDecoder;
 
-use super::batch::{BatchHeader, RECORD_BATCH_OVERHEAD};
-use super::LogError;
+use super::header::{BatchHeader, RECORD_BATCH_OVERHEAD};
+use super::BatchError;
 
 /// Finds the first record of `batch` (exactly one whole batch) for which `wanted(offset,
 /// timestamp)` holds. LogAppendTime batches report the batch max timestamp for every record.
-pub(super) fn find_record(
+pub fn find_record(
     batch: &[u8],
     mut wanted: impl FnMut(i64, i64) -> bool,
-) -> Result<Option<(i64, i64)>, LogError> {
-    let header = BatchHeader::parse(batch).map_err(|error| LogError::Corrupt(error.to_string()))?;
+) -> Result<Option<(i64, i64)>, BatchError> {
+    let header =
+        BatchHeader::parse(batch).map_err(|error| BatchError::Corrupt(error.to_string()))?;
     let records = decompress(header.compression(), &batch[RECORD_BATCH_OVERHEAD..])?;
     let mut reader = VarintReader {
         buf: &records,
@@ -52,17 +54,43 @@ pub(super) fn find_record(
     Ok(None)
 }
 
-/// One record of a stored batch, as the log cleaner sees it.
-pub(super) struct RecordView<'a> {
-    pub(super) offset: i64,
-    /// Relative to the batch's base timestamp.
-    pub(super) timestamp_delta: i64,
+/// One record of a stored batch, decoded whole: what the group coordinator replays from
+/// `__consumer_offsets`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyValue {
+    pub offset: i64,
     /// None for a null key.
-    pub(super) key: Option<&'a [u8]>,
+    pub key: Option<Bytes>,
+    /// None for a null value (a tombstone).
+    pub value: Option<Bytes>,
+}
+
+/// The records of the batches in `batches`, decoded by kafka-protocol; its error as text. Only
+/// for batches the broker wrote itself (`__consumer_offsets`), whose counts are not a client's.
+pub fn decode_records(batches: &mut Bytes) -> Result<Vec<KeyValue>, String> {
+    let set = RecordBatchDecoder::decode(batches).map_err(|e| e.to_string())?;
+    Ok(set
+        .records
+        .into_iter()
+        .map(|record| KeyValue {
+            offset: record.offset,
+            key: record.key,
+            value: record.value,
+        })
+        .collect())
+}
+
+/// One record of a stored batch, as the log cleaner sees it.
+pub struct RecordView<'a> {
+    pub offset: i64,
+    /// Relative to the batch's base timestamp.
+    pub timestamp_delta: i64,
+    /// None for a null key.
+    pub key: Option<&'a [u8]>,
     /// The value is null: a delete marker (tombstone) on a compacted topic.
-    pub(super) is_tombstone: bool,
+    pub is_tombstone: bool,
     /// The whole record as stored, its length varint included, to be copied unchanged.
-    pub(super) bytes: &'a [u8],
+    pub bytes: &'a [u8],
     /// The record's attributes byte.
     attributes: u8,
     /// Everything after the timestamp delta: offset delta, key, value, headers.
@@ -72,7 +100,7 @@ pub(super) struct RecordView<'a> {
 impl RecordView<'_> {
     /// Appends the record to `out` with its timestamp delta replaced (KIP-534: a batch that
     /// gets a delete horizon as its base timestamp keeps each record's timestamp this way).
-    pub(super) fn write_with_timestamp_delta(&self, out: &mut Vec<u8>, timestamp_delta: i64) {
+    pub fn write_with_timestamp_delta(&self, out: &mut Vec<u8>, timestamp_delta: i64) {
         let (delta, delta_len) = varlong(timestamp_delta);
         let body_len = 1 + delta_len + self.after_timestamp.len();
         let (length, length_len) = varlong(body_len as i64);
@@ -84,17 +112,17 @@ impl RecordView<'_> {
 }
 
 /// The records section of one whole stored batch, decompressed.
-pub(super) fn records_of(header: &BatchHeader, batch: &[u8]) -> Result<Bytes, LogError> {
+pub fn records_of(header: &BatchHeader, batch: &[u8]) -> Result<Bytes, BatchError> {
     let end = header.total_size().min(batch.len());
     decompress(header.compression(), &batch[RECORD_BATCH_OVERHEAD..end])
 }
 
 /// Calls `visit` for each of the header's records in `records` (from `records_of`), in order.
-pub(super) fn for_each_record(
+pub fn for_each_record(
     header: &BatchHeader,
     records: &[u8],
     mut visit: impl FnMut(RecordView<'_>),
-) -> Result<(), LogError> {
+) -> Result<(), BatchError> {
     let mut reader = VarintReader {
         buf: records,
         at: 0,
@@ -148,7 +176,7 @@ fn varlong(value: i64) -> ([u8; 10], usize) {
 
 /// The records section, decompressed by kafka-protocol. The output size is not bounded here: the
 /// batch was decompressed and checked by the produce path before it was stored.
-fn decompress(codec: u8, compressed: &[u8]) -> Result<Bytes, LogError> {
+fn decompress(codec: u8, compressed: &[u8]) -> Result<Bytes, BatchError> {
     let mut input = Bytes::copy_from_slice(compressed);
     let take_all = |buf: &mut Bytes| Ok(std::mem::take(buf));
     let result = match codec {
@@ -159,11 +187,11 @@ fn decompress(codec: u8, compressed: &[u8]) -> Result<Bytes, LogError> {
         4 => <Zstd as Decompressor<Bytes>>::decompress(&mut input, take_all),
         other => return Err(corrupt(&format!("unknown compression codec {other}"))),
     };
-    result.map_err(|error| LogError::Corrupt(format!("cannot decompress batch: {error:#}")))
+    result.map_err(|error| BatchError::Corrupt(format!("cannot decompress batch: {error:#}")))
 }
 
-fn corrupt(reason: &str) -> LogError {
-    LogError::Corrupt(reason.to_string())
+fn corrupt(reason: &str) -> BatchError {
+    BatchError::Corrupt(reason.to_string())
 }
 
 /// Zig-zag varints as Kafka's record format uses them.
@@ -174,7 +202,7 @@ struct VarintReader<'a> {
 
 impl<'a> VarintReader<'a> {
     /// A varint length then that many bytes; a negative length is null.
-    fn bytes_or_null(&mut self) -> Result<Option<&'a [u8]>, LogError> {
+    fn bytes_or_null(&mut self) -> Result<Option<&'a [u8]>, BatchError> {
         let Ok(length) = usize::try_from(self.varint()?) else {
             return Ok(None);
         };
@@ -190,7 +218,7 @@ impl<'a> VarintReader<'a> {
         self.buf.len() - self.at
     }
 
-    fn byte(&mut self) -> Result<u8, LogError> {
+    fn byte(&mut self) -> Result<u8, BatchError> {
         let byte = *self
             .buf
             .get(self.at)
@@ -199,18 +227,18 @@ impl<'a> VarintReader<'a> {
         Ok(byte)
     }
 
-    fn varint(&mut self) -> Result<i32, LogError> {
+    fn varint(&mut self) -> Result<i32, BatchError> {
         let value = self.unsigned(5)?;
         let value = u32::try_from(value).map_err(|_| corrupt("varint overflows 32 bits"))?;
         Ok(((value >> 1) as i32) ^ -((value & 1) as i32))
     }
 
-    fn varlong(&mut self) -> Result<i64, LogError> {
+    fn varlong(&mut self) -> Result<i64, BatchError> {
         let value = self.unsigned(10)?;
         Ok(((value >> 1) as i64) ^ -((value & 1) as i64))
     }
 
-    fn unsigned(&mut self, max_bytes: usize) -> Result<u64, LogError> {
+    fn unsigned(&mut self, max_bytes: usize) -> Result<u64, BatchError> {
         let mut value = 0u64;
         for n in 0..max_bytes {
             let byte = self.byte()?;
@@ -225,9 +253,47 @@ impl<'a> VarintReader<'a> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::encode::{self, PlainRecord};
+    use super::super::header::{set_base_offset, BatchIter};
     use super::*;
-    use crate::log::tests::{encode_batch, BatchSpec};
     use kafka_protocol::records::Compression;
+
+    /// What the log's tests build a batch from: one keyed record per timestamp.
+    #[derive(Clone)]
+    struct BatchSpec {
+        base_offset: i64,
+        timestamps: Vec<i64>,
+        compression: Compression,
+        value_bytes: usize,
+    }
+
+    impl Default for BatchSpec {
+        fn default() -> Self {
+            BatchSpec {
+                base_offset: 0,
+                timestamps: vec![0],
+                compression: Compression::None,
+                value_bytes: 10,
+            }
+        }
+    }
+
+    /// One v2 batch built by kafka-protocol's encoder, as a client would send it.
+    fn encode_batch(spec: &BatchSpec) -> Vec<u8> {
+        let records = spec.timestamps.iter().enumerate().map(|(n, timestamp)| {
+            PlainRecord::new(
+                Some(Bytes::from(format!("key-{n}"))),
+                Some(Bytes::from(vec![b'a' + (n % 26) as u8; spec.value_bytes])),
+                *timestamp,
+            )
+        });
+        let mut batch = encode::batch(records, spec.compression)
+            .expect("encode")
+            .to_vec();
+        set_base_offset(&mut batch, spec.base_offset);
+        assert_eq!(BatchIter::new(&batch).count(), 1, "exactly one batch");
+        batch
+    }
 
     #[test]
     fn finds_records_in_plain_and_compressed_batches() {
@@ -267,7 +333,7 @@ mod tests {
         }
         assert!(matches!(
             find_record(&batch, |_, _| false),
-            Err(LogError::Corrupt(_))
+            Err(BatchError::Corrupt(_))
         ));
         let mut gzip = encode_batch(&BatchSpec {
             compression: Compression::Gzip,
@@ -277,7 +343,43 @@ mod tests {
         gzip[len - 8..].fill(0);
         assert!(matches!(
             find_record(&gzip, |_, _| false),
-            Err(LogError::Corrupt(_))
+            Err(BatchError::Corrupt(_))
         ));
+    }
+
+    #[test]
+    fn decode_records_returns_offsets_keys_and_values() {
+        let records = [
+            PlainRecord::new(
+                Some(Bytes::from_static(b"a")),
+                Some(Bytes::from_static(b"1")),
+                5,
+            ),
+            PlainRecord::new(Some(Bytes::from_static(b"b")), None, 6),
+        ];
+        let mut batch = Bytes::from({
+            let mut batch = encode::batch(records, Compression::Gzip)
+                .expect("encode")
+                .to_vec();
+            set_base_offset(&mut batch, 40);
+            batch
+        });
+        let decoded = decode_records(&mut batch).expect("decode");
+        assert_eq!(
+            decoded,
+            vec![
+                KeyValue {
+                    offset: 40,
+                    key: Some(Bytes::from_static(b"a")),
+                    value: Some(Bytes::from_static(b"1")),
+                },
+                KeyValue {
+                    offset: 41,
+                    key: Some(Bytes::from_static(b"b")),
+                    value: None,
+                },
+            ]
+        );
+        assert!(decode_records(&mut Bytes::from_static(&[0u8; 70])).is_err());
     }
 }

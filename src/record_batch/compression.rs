@@ -1,7 +1,7 @@
 //! Compressing a batch's records in Kafka's framing for each codec, at Kafka's default levels:
 //! what a topic's `compression.type` re-encodes produced batches with, and what the log cleaner
 //! re-encodes a compacted batch's surviving records with. Decompression is kafka-protocol's
-//! (`records.rs`) or the bounded streaming walk's (`protocol::record_walk`).
+//! (`records.rs`) or the bounded streaming decoder's (`decompress.rs`).
 
 use std::io::Write;
 

@@ -47,7 +47,7 @@ const DELETE_HORIZON_BIT: i16 = 1 << 6;
 
 /// Why bytes are not a usable v2 batch header.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BatchError {
+pub enum HeaderError {
     /// Fewer bytes than the header (or the declared batch) needs.
     Truncated { needed: usize, available: usize },
     /// `batchLength` too small for a v2 batch, or too small for any format.
@@ -56,22 +56,22 @@ pub enum BatchError {
     UnsupportedMagic(i8),
 }
 
-impl fmt::Display for BatchError {
+impl fmt::Display for HeaderError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            BatchError::Truncated { needed, available } => {
+            HeaderError::Truncated { needed, available } => {
                 write!(
                     f,
                     "batch truncated: needs {needed} bytes, {available} available"
                 )
             }
-            BatchError::InvalidLength(length) => write!(f, "invalid batch length {length}"),
-            BatchError::UnsupportedMagic(magic) => write!(f, "unsupported batch magic {magic}"),
+            HeaderError::InvalidLength(length) => write!(f, "invalid batch length {length}"),
+            HeaderError::UnsupportedMagic(magic) => write!(f, "unsupported batch magic {magic}"),
         }
     }
 }
 
-impl std::error::Error for BatchError {}
+impl std::error::Error for HeaderError {}
 
 /// The fixed header of a v2 RecordBatch, decoded field by field (big-endian).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,21 +94,21 @@ pub struct BatchHeader {
 impl BatchHeader {
     /// Decodes the header at the start of `buf`. Needs 61 bytes and magic 2; does not need the
     /// whole batch, so a scanner can parse a header without reading the records.
-    pub fn parse(buf: &[u8]) -> Result<BatchHeader, BatchError> {
+    pub fn parse(buf: &[u8]) -> Result<BatchHeader, HeaderError> {
         if buf.len() < RECORD_BATCH_OVERHEAD {
-            return Err(BatchError::Truncated {
+            return Err(HeaderError::Truncated {
                 needed: RECORD_BATCH_OVERHEAD,
                 available: buf.len(),
             });
         }
         let magic = buf[MAGIC_AT] as i8;
         if magic != MAGIC_V2 {
-            return Err(BatchError::UnsupportedMagic(magic));
+            return Err(HeaderError::UnsupportedMagic(magic));
         }
         let batch_length = be_i32(buf, LENGTH_AT);
         // Checked here so that total_size() can never wrap.
         if batch_length < (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i32 {
-            return Err(BatchError::InvalidLength(batch_length));
+            return Err(HeaderError::InvalidLength(batch_length));
         }
         Ok(BatchHeader {
             base_offset: be_i64(buf, BASE_OFFSET_AT),
@@ -247,7 +247,7 @@ pub enum Frame {
     /// The region ends before the batch does: a torn write at the tail, not corruption.
     Torn,
     /// The bytes can never start a batch: stop reading here.
-    Corrupt(BatchError),
+    Corrupt(HeaderError),
 }
 
 /// Classifies the batch starting at `prefix[0]`, where `prefix` holds at least the first
@@ -259,7 +259,7 @@ pub fn check_frame(prefix: &[u8], remaining_bytes: u64) -> Frame {
     }
     let length = be_i32(prefix, LENGTH_AT);
     if length < MIN_BATCH_LENGTH_ANY_FORMAT {
-        return Frame::Corrupt(BatchError::InvalidLength(length));
+        return Frame::Corrupt(HeaderError::InvalidLength(length));
     }
     let total = length as u64 + LOG_OVERHEAD as u64;
     if total > remaining_bytes {
@@ -267,10 +267,10 @@ pub fn check_frame(prefix: &[u8], remaining_bytes: u64) -> Frame {
     }
     let magic = prefix[MAGIC_AT] as i8;
     if magic != MAGIC_V2 {
-        return Frame::Corrupt(BatchError::UnsupportedMagic(magic));
+        return Frame::Corrupt(HeaderError::UnsupportedMagic(magic));
     }
     if total < RECORD_BATCH_OVERHEAD as u64 {
-        return Frame::Corrupt(BatchError::InvalidLength(length));
+        return Frame::Corrupt(HeaderError::InvalidLength(length));
     }
     Frame::Whole(total as usize)
 }
@@ -307,7 +307,7 @@ impl<'a> BatchIter<'a> {
 }
 
 impl Iterator for BatchIter<'_> {
-    type Item = Result<(usize, BatchHeader), BatchError>;
+    type Item = Result<(usize, BatchHeader), HeaderError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.finished || self.position >= self.region.len() {
@@ -414,19 +414,19 @@ mod tests {
         let batch = fake_batch(1, 0);
         assert!(matches!(
             BatchHeader::parse(&batch[..60]),
-            Err(BatchError::Truncated { .. })
+            Err(HeaderError::Truncated { .. })
         ));
         let mut bad_magic = batch.clone();
         bad_magic[MAGIC_AT] = 1;
         assert_eq!(
             BatchHeader::parse(&bad_magic),
-            Err(BatchError::UnsupportedMagic(1))
+            Err(HeaderError::UnsupportedMagic(1))
         );
         let mut bad_length = batch;
         bad_length[LENGTH_AT..LENGTH_AT + 4].copy_from_slice(&(-5i32).to_be_bytes());
         assert_eq!(
             BatchHeader::parse(&bad_length),
-            Err(BatchError::InvalidLength(-5))
+            Err(HeaderError::InvalidLength(-5))
         );
     }
 
@@ -446,7 +446,7 @@ mod tests {
         zeroed.extend(vec![0u8; 100]);
         let items: Vec<_> = BatchIter::new(&zeroed).collect();
         assert_eq!(items.len(), 2);
-        assert_eq!(items[1], Err(BatchError::InvalidLength(0)));
+        assert_eq!(items[1], Err(HeaderError::InvalidLength(0)));
     }
 
     #[test]
@@ -454,7 +454,7 @@ mod tests {
         assert_eq!(check_frame(&[0u8; 16], 16), Frame::Torn);
         assert_eq!(
             check_frame(&[0u8; 17], 17),
-            Frame::Corrupt(BatchError::InvalidLength(0))
+            Frame::Corrupt(HeaderError::InvalidLength(0))
         );
         let batch = fake_batch(1, 0);
         assert_eq!(check_frame(&batch, batch.len() as u64 - 1), Frame::Torn);

@@ -158,11 +158,11 @@ fn admit(acks: i16, topic: &Topic, records: &Option<Bytes>, version: i16) -> Res
 fn snapshot_at_roll(dir: &std::path::Path, state: &PartitionState) {
     let entries: Vec<_> = state.producers.entries().collect();
     let offset = state.log.active_segment_base_offset();
-    if let Err(e) = snapshot::write(dir, offset, &entries) {
+    if let Err(e) = snapshot::write(state.log.disk(), dir, offset, &entries) {
         // Recovery rebuilds producer state from the log without it; only restart time suffers.
         tracing::warn!(dir = %dir.display(), offset, "producer snapshot at roll failed: {e}");
     }
-    snapshot::prune(dir, 2);
+    snapshot::prune(state.log.disk(), dir, 2);
 }
 
 async fn append_one(

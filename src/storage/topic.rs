@@ -15,8 +15,8 @@ use crate::log::batch::BatchHeader;
 use crate::log::{CleanerConfig, LogConfig, LogError, PartitionLog, RetentionConfig};
 use crate::producer::{snapshot, ProducerStateManager};
 
-use super::layout::write_file_durably;
 use super::topic_config;
+use crate::disk::Disk;
 
 /// Where sluice keeps topic configs set at creation; Kafka keeps them in its metadata log.
 const TOPIC_CONFIGS_FILE: &str = "sluice-topic-configs";
@@ -374,6 +374,11 @@ impl Partition {
     ) -> Result<T, PartitionError> {
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let state = guard.as_mut().ok_or(PartitionError::Deleted)?;
+        if state.log.disk().is_offline() {
+            // The log directory went offline after a storage failure: nothing is read or
+            // written until a restart recovers it.
+            return Err(PartitionError::Log(LogError::Io(Disk::offline_error())));
+        }
         f(state).map_err(PartitionError::Log)
     }
 
@@ -399,8 +404,9 @@ impl Partition {
     pub fn snapshot_producers(&self) -> Result<(), PartitionError> {
         self.with_state(|state| {
             let entries: Vec<_> = state.producers.entries().collect();
-            snapshot::write(&self.dir, state.log.log_end_offset(), &entries)?;
-            snapshot::prune(&self.dir, 2);
+            let disk = state.log.disk();
+            snapshot::write(disk, &self.dir, state.log.log_end_offset(), &entries)?;
+            snapshot::prune(disk, &self.dir, 2);
             Ok(())
         })
     }
@@ -414,7 +420,7 @@ fn rebuild_producer_state(
     log: &PartitionLog,
 ) -> Result<ProducerStateManager, LogError> {
     let log_end_offset = log.log_end_offset();
-    let (snapshot_offset, entries) = snapshot::load_latest(dir, log_end_offset);
+    let (snapshot_offset, entries) = snapshot::load_latest(log.disk(), dir, log_end_offset);
     let mut producers = ProducerStateManager::from_entries(entries);
     let mut offset = snapshot_offset.max(log.log_start_offset());
     while offset < log_end_offset {
@@ -450,12 +456,11 @@ impl fmt::Display for Partition {
 
 /// Lines of `<topic> <key>=<value>`.
 pub fn read_topic_configs(
+    disk: &Disk,
     dir: &Path,
 ) -> std::io::Result<BTreeMap<String, BTreeMap<String, String>>> {
-    let text = match std::fs::read_to_string(dir.join(TOPIC_CONFIGS_FILE)) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(e) => return Err(e),
+    let Some(text) = disk.read_to_string_if_exists(&dir.join(TOPIC_CONFIGS_FILE))? else {
+        return Ok(BTreeMap::new());
     };
     let mut all: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     for line in text.lines() {
@@ -473,6 +478,7 @@ pub fn read_topic_configs(
 }
 
 pub fn write_topic_configs(
+    disk: &Disk,
     dir: &Path,
     all: &BTreeMap<String, BTreeMap<String, String>>,
 ) -> std::io::Result<()> {
@@ -482,7 +488,7 @@ pub fn write_topic_configs(
             text.push_str(&format!("{topic} {key}={value}\n"));
         }
     }
-    write_file_durably(&dir.join(TOPIC_CONFIGS_FILE), text.as_bytes())
+    disk.write_file_durably(&dir.join(TOPIC_CONFIGS_FILE), text.as_bytes())
 }
 
 #[cfg(test)]

@@ -46,7 +46,11 @@ fn whole_valid_batches(records: &[u8]) -> Vec<i64> {
         let length = i32::from_be_bytes(rest[8..12].try_into().unwrap()) as usize;
         assert!(rest.len() >= 12 + length, "a torn batch was served");
         let crc = u32::from_be_bytes(rest[17..21].try_into().unwrap());
-        assert_eq!(crc, crc32c::crc32c(&rest[21..12 + length]), "a corrupt batch was served");
+        assert_eq!(
+            crc,
+            crc32c::crc32c(&rest[21..12 + length]),
+            "a corrupt batch was served"
+        );
         let delta = i64::from(i32::from_be_bytes(rest[23..27].try_into().unwrap()));
         offsets.extend(base..=base + delta);
         rest = &rest[12 + length..];
@@ -54,23 +58,31 @@ fn whole_valid_batches(records: &[u8]) -> Vec<i64> {
     offsets
 }
 
-/// Every offset served from 0 to the end, checking each response holds whole valid batches.
-async fn fetch_everything(client: &mut Client, topic: &str) -> Vec<i64> {
-    let mut offsets = Vec::new();
+/// Every record served from 0 to the end as (offset, value), checking each response holds
+/// whole valid batches. A fetch reads one segment at a time.
+async fn fetch_records(client: &mut Client, topic: &str) -> Vec<(i64, Bytes)> {
+    let mut records = Vec::new();
     let mut next = 0;
     loop {
         let data = fetch(client, &fetch_request(topic, 0, next, 0, 8 << 20)).await;
         assert_eq!(data.error_code, 0, "fetch {topic} at {next}");
-        let served = whole_valid_batches(&data.records.unwrap_or_default());
-        let Some(&last) = served.last() else {
-            return offsets;
+        let bytes = data.records.unwrap_or_default();
+        let Some(&last) = whole_valid_batches(&bytes).last() else {
+            return records;
         };
-        offsets.extend(served.into_iter().filter(|o| *o >= next));
+        let served = data::decode_offsets_and_values(bytes);
+        records.extend(served.into_iter().filter(|(o, _)| *o >= next));
         next = last + 1;
         if next >= data.high_watermark {
-            return offsets;
+            return records;
         }
     }
+}
+
+/// Every offset served from 0 to the end.
+async fn fetch_everything(client: &mut Client, topic: &str) -> Vec<i64> {
+    let records = fetch_records(client, topic).await;
+    records.into_iter().map(|(offset, _)| offset).collect()
 }
 
 async fn fetch_error(client: &mut Client, topic: &str) -> i16 {
@@ -111,12 +123,23 @@ async fn a_failed_append_write_is_cut_back(kind: FaultKind) {
     for _ in 0..3 {
         acknowledged.extend(produce_ok(&mut client, "append", small_batch()).await);
     }
+    let segment = broker
+        .dir
+        .path()
+        .join("append-0")
+        .join(format!("{:020}.log", 0));
+    let stored_bytes = std::fs::metadata(&segment).unwrap().len();
     broker
         .faults()
         .arm(Fault::new(Op::Write, "append-0/", kind).once());
     let (error, _) = produce(&mut client, "append", 0, small_batch()).await;
     assert_eq!(error, STORAGE_ERROR);
     assert_eq!(broker.faults().fired(), 1);
+    assert_eq!(
+        std::fs::metadata(&segment).unwrap().len(),
+        stored_bytes,
+        "the partial write was cut off"
+    );
     assert_eq!(fetch_everything(&mut client, "append").await, acknowledged);
     let next = produce_ok(&mut client, "append", small_batch()).await;
     assert_eq!(next[0], 9, "the failed append took no offsets");
@@ -148,11 +171,14 @@ async fn a_failed_fsync_takes_the_log_directory_offline_until_a_restart() {
         acknowledged.extend(produce_ok(&mut client, "synced", small_batch()).await);
     }
     let other = produce_ok(&mut client, "other", small_batch()).await;
-    broker.faults().arm(
-        Fault::new(Op::Sync, "synced-0/", FaultKind::SyncFailure).once(),
-    );
+    broker
+        .faults()
+        .arm(Fault::new(Op::Sync, "synced-0/", FaultKind::SyncFailure).once());
     let (error, _) = produce(&mut client, "synced", 0, small_batch()).await;
-    assert_eq!(error, STORAGE_ERROR, "an append whose fsync failed is not acknowledged");
+    assert_eq!(
+        error, STORAGE_ERROR,
+        "an append whose fsync failed is not acknowledged"
+    );
     // Clearing the fault does not bring the directory back: a later fsync proves nothing.
     broker.faults().clear();
     for topic in ["synced", "other"] {
@@ -200,7 +226,11 @@ async fn a_failed_roll_is_retried(fault: Fault) {
     }
     assert_eq!(fetch_everything(&mut client, "roll").await, acknowledged);
     let log = broker.partition("roll", 0);
-    assert!(log.with_log(|log| Ok(log.active_segment_base_offset())).unwrap() > 0);
+    assert!(
+        log.with_log(|log| Ok(log.active_segment_base_offset()))
+            .unwrap()
+            > 0
+    );
     broker.restart_after_crash().await;
     let mut client = broker.client().await;
     assert_eq!(fetch_everything(&mut client, "roll").await, acknowledged);
@@ -218,7 +248,11 @@ async fn a_roll_whose_index_cannot_be_resized_fails_that_produce() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_checkpoint_leaves_the_old_one_and_the_partition_online() {
-    let mut broker = TestBroker::start_with_faults(&[]).await;
+    // The background checkpoint task runs at start-up and then not during the test, which
+    // writes the checkpoints itself.
+    let mut broker =
+        TestBroker::start_with_faults(&[("log.flush.offset.checkpoint.interval.ms", "3600000")])
+            .await;
     let mut client = broker.client().await;
     assert_eq!(create(&mut client, "checked", 1).await, 0);
     let mut acknowledged = produce_ok(&mut client, "checked", small_batch()).await;
@@ -226,19 +260,29 @@ async fn a_failed_checkpoint_leaves_the_old_one_and_the_partition_online() {
     logs.write_checkpoints().expect("checkpoint");
     let path = broker.dir.path().join("recovery-point-offset-checkpoint");
     let before = std::fs::read_to_string(&path).unwrap();
-    for file in ["recovery-point-offset-checkpoint", "log-start-offset-checkpoint"] {
+    for file in [
+        "recovery-point-offset-checkpoint",
+        "log-start-offset-checkpoint",
+    ] {
         broker
             .faults()
             .arm(Fault::new(Op::Rename, file, FaultKind::Error).once());
         acknowledged.extend(produce_ok(&mut client, "checked", small_batch()).await);
         logs.flush_due(i64::MAX);
-        assert!(logs.write_checkpoints().is_err(), "{file} cannot be renamed");
-        assert!(!logs.is_offline(), "nothing was lost, the directory stays online");
+        assert!(
+            logs.write_checkpoints().is_err(),
+            "{file} cannot be renamed"
+        );
+        assert!(
+            !logs.is_offline(),
+            "nothing was lost, the directory stays online"
+        );
     }
     assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
     acknowledged.extend(produce_ok(&mut client, "checked", small_batch()).await);
     assert_eq!(fetch_everything(&mut client, "checked").await, acknowledged);
-    logs.write_checkpoints().expect("checkpoint once the fault is gone");
+    logs.write_checkpoints()
+        .expect("checkpoint once the fault is gone");
     drop(logs);
     broker.restart_after_crash().await;
     let mut client = broker.client().await;
@@ -267,8 +311,14 @@ fn keyed_batch(round: usize) -> Bytes {
 /// A compacted topic with several inactive segments of overwritten keys; returns the offsets of
 /// the last round, which compaction must keep.
 async fn compacted_topic(client: &mut Client) -> Vec<i64> {
-    let configs = [("cleanup.policy", "compact"), ("min.cleanable.dirty.ratio", "0.01")];
-    assert_eq!(create_topic_with_configs(client, "compacted", 1, &configs).await, 0);
+    let configs = [
+        ("cleanup.policy", "compact"),
+        ("min.cleanable.dirty.ratio", "0.01"),
+    ];
+    assert_eq!(
+        create_topic_with_configs(client, "compacted", 1, &configs).await,
+        0
+    );
     let mut last = Vec::new();
     for round in 0..12 {
         last = produce_ok(client, "compacted", keyed_batch(round)).await;
@@ -278,11 +328,7 @@ async fn compacted_topic(client: &mut Client) -> Vec<i64> {
 
 /// (offset, value) of every record served from offset 0.
 async fn values(client: &mut Client) -> Vec<(i64, Bytes)> {
-    let data = fetch(client, &fetch_request("compacted", 0, 0, 0, 8 << 20)).await;
-    assert_eq!(data.error_code, 0);
-    let records = data.records.unwrap_or_default();
-    whole_valid_batches(&records);
-    data::decode_offsets_and_values(records)
+    fetch_records(client, "compacted").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -313,9 +359,11 @@ async fn a_swap_that_cannot_be_finished_takes_the_directory_offline_and_a_restar
     let last = compacted_topic(&mut client).await;
     let before = values(&mut client).await;
     // The second rename of a swap: `.log.swap` to `.log`, after the old segments are deleted.
-    broker
-        .faults()
-        .arm(Fault::new(Op::Rename, ".swap", FaultKind::Error).nth(2).once());
+    broker.faults().arm(
+        Fault::new(Op::Rename, ".swap", FaultKind::Error)
+            .nth(2)
+            .once(),
+    );
     broker.run_cleaner_pass().await;
     assert_eq!(broker.faults().fired(), 1);
     let (error, _) = produce(&mut client, "compacted", 0, keyed_batch(99)).await;
@@ -354,7 +402,10 @@ async fn a_failed_topic_creation_leaves_nothing(fault: Fault) {
     let request = MetadataRequest::default().with_topics(None);
     let metadata: MetadataResponse = client.call(ApiKey::Metadata, 9, &request).await;
     assert!(
-        metadata.topics.iter().all(|t| t.name != Some(topic_name("made"))),
+        metadata
+            .topics
+            .iter()
+            .all(|t| t.name != Some(topic_name("made"))),
         "the failed topic came back after a restart"
     );
     assert!(!broker.dir.path().join("made-0").exists());
@@ -365,8 +416,12 @@ async fn a_failed_topic_creation_leaves_nothing(fault: Fault) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partition_directory_that_cannot_be_created_fails_the_topic() {
-    a_failed_topic_creation_leaves_nothing(Fault::new(Op::CreateDir, "made-1", FaultKind::DiskFull))
-        .await;
+    a_failed_topic_creation_leaves_nothing(Fault::new(
+        Op::CreateDir,
+        "made-1",
+        FaultKind::DiskFull,
+    ))
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

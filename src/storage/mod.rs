@@ -51,6 +51,8 @@ pub struct LogManager {
     producer_ids: ProducerIdAllocator,
     /// Where each compacted partition's cleaning has reached (`cleaner-offset-checkpoint`).
     cleaner_checkpoints: std::sync::Mutex<HashMap<(String, i32), i64>>,
+    /// Held while the checkpoints are written: two writers would share their `.tmp` files.
+    checkpoint_write: std::sync::Mutex<()>,
     /// Held by a cleaner pass: one at a time.
     cleaner_pass: std::sync::Mutex<()>,
     /// Set at shutdown: a pass stops after the partition it is on.
@@ -153,6 +155,7 @@ impl LogManager {
             topics: RwLock::new(topics),
             producer_ids,
             cleaner_checkpoints: std::sync::Mutex::new(cleaner_checkpoints),
+            checkpoint_write: std::sync::Mutex::new(()),
             cleaner_pass: std::sync::Mutex::new(()),
             cleaner_stopping: std::sync::atomic::AtomicBool::new(false),
             _lock_file: lock_file,
@@ -489,6 +492,10 @@ impl LogManager {
             // Offline partitions answer no offsets: an empty checkpoint would lose them.
             return Err(Disk::offline_error());
         }
+        let _writing = self
+            .checkpoint_write
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let mut recovery = Vec::new();
         let mut starts = Vec::new();
         for partition in self.all_partitions() {

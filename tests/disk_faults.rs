@@ -105,6 +105,12 @@ async fn list_offsets_error(client: &mut Client, topic: &str) -> i16 {
     response.topics[0].partitions[0].error_code
 }
 
+async fn describe_log_dir_error(client: &mut Client) -> i16 {
+    let request = DescribeLogDirsRequest::default().with_topics(None);
+    let response: DescribeLogDirsResponse = client.call(ApiKey::DescribeLogDirs, 1, &request).await;
+    response.results[0].error_code
+}
+
 async fn create(client: &mut Client, topic: &str, partitions: i32) -> i16 {
     create_topic_with_configs(client, topic, partitions, &[]).await
 }
@@ -187,8 +193,10 @@ async fn a_failed_fsync_takes_the_log_directory_offline_until_a_restart() {
         assert_eq!(fetch_error(&mut client, topic).await, STORAGE_ERROR);
         assert_eq!(list_offsets_error(&mut client, topic).await, STORAGE_ERROR);
     }
+    assert_eq!(describe_log_dir_error(&mut client).await, STORAGE_ERROR);
     broker.restart_after_failure().await;
     let mut client = broker.client().await;
+    assert_eq!(describe_log_dir_error(&mut client).await, 0);
     let served = fetch_everything(&mut client, "synced").await;
     assert_eq!(
         served[..acknowledged.len()],

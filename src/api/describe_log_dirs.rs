@@ -1,5 +1,6 @@
 //! DescribeLogDirs (35): the one log directory, its partitions' sizes, and (v4) the file
-//! system's total and usable bytes.
+//! system's total and usable bytes. A directory taken offline by a storage failure is answered
+//! with KAFKA_STORAGE_ERROR and no partitions, as Kafka answers for an offline log directory.
 
 use kafka_protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
@@ -52,6 +53,9 @@ pub fn handle(
     let mut result = DescribeLogDirsResult::default()
         .with_log_dir(StrBytes::from_string(log_dir.display().to_string()))
         .with_topics(topics);
+    if broker.logs.is_offline() {
+        result.error_code = super::errors::code(kafka_protocol::ResponseError::KafkaStorageError);
+    }
     if version >= 4 {
         let (total, usable) = disk
             .space_bytes(&log_dir)

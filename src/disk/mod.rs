@@ -18,7 +18,10 @@
 //! written and no checkpoint moves; the storage layer answers KAFKA_STORAGE_ERROR for every
 //! partition, and only a restart (which runs recovery) serves the directory again. A failed write
 //! that is cut back to the size before it only fails its own request: the file is exactly as it
-//! was, so nothing is lost by staying online.
+//! was, so nothing is lost by staying online. The same holds for a durable small-file write
+//! whose temp file cannot be written or renamed: the old file stays whole. (Kafka takes the
+//! directory offline on those too; a stale checkpoint only makes the next recovery start
+//! earlier, so sluice keeps serving.)
 
 mod fault;
 

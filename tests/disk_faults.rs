@@ -208,10 +208,12 @@ async fn a_failed_fsync_takes_the_log_directory_offline_until_a_restart() {
     assert_eq!(next[0], served.len() as i64);
 }
 
-/// Small segments: a few 700-byte batches fill one.
+/// Small segments: a few 700-byte batches fill one, and every batch after the first gets an
+/// index entry, so reads go through the indexes.
 const SMALL_SEGMENTS: &[(&str, &str)] = &[
     ("log.segment.bytes", "2048"),
     ("log.index.size.max.bytes", "4096"),
+    ("log.index.interval.bytes", "1"),
 ];
 
 /// A roll that fails at `fault` fails that produce; the next produce rolls and nothing is lost.

@@ -117,11 +117,22 @@ impl IndexFile {
         if length == self.mmap.len() as u64 {
             return Ok(());
         }
+        let old_length = self.mmap.len() as u64;
         self.mmap = MmapMut::map_anon(0)?;
-        self.disk.set_len(&self.file, &self.path, length)?;
-        self.mmap = map(&self.file, length)?;
+        // When the length cannot change, the file keeps its old one: map that again, so the
+        // entries stay readable and the mapping never disagrees with the file.
+        let resized = self.disk.set_len(&self.file, &self.path, length);
+        let mapped_length = if resized.is_ok() { length } else { old_length };
+        match map(&self.file, mapped_length) {
+            Ok(mmap) => self.mmap = mmap,
+            Err(error) => {
+                // An empty mapping and no entries: lookups scan the segment from its start.
+                self.entries = 0;
+                return Err(error);
+            }
+        }
         self.entries = self.entries.min(self.max_entries());
-        Ok(())
+        resized
     }
 
     /// Shrinks the file to exactly its valid entries, so that a later open (ours or Kafka's tools)

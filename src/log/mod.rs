@@ -405,9 +405,12 @@ impl PartitionLog {
             LogSegment::create(&self.disk, &self.dir, new_base_offset, &self.config, now_ms)?;
         let old = std::mem::replace(&mut self.active, segment);
         tracing::debug!(path = %old.log_path().display(), new_base_offset, "rolled segment");
-        let files = old.sync_handles()?;
+        // The old segment joins the inactive ones before anything else can fail, so it is
+        // never lost from the log; without handles, `flush` syncs it inline later.
+        let files = old.sync_handles();
         self.inactive.insert(old.base_offset(), old);
         self.dir_needs_sync = true;
+        let files = files?;
         let job = FlushJob {
             disk: self.disk.clone(),
             files,

@@ -105,6 +105,20 @@ async fn list_offsets_error(client: &mut Client, topic: &str) -> i16 {
     response.topics[0].partitions[0].error_code
 }
 
+async fn delete_records_error(client: &mut Client, topic: &str) -> i16 {
+    let request = DeleteRecordsRequest::default()
+        .with_timeout_ms(5000)
+        .with_topics(vec![delete_records_request::DeleteRecordsTopic::default()
+            .with_name(topic_name(topic))
+            .with_partitions(vec![
+                delete_records_request::DeleteRecordsPartition::default()
+                    .with_partition_index(0)
+                    .with_offset(1),
+            ])]);
+    let response: DeleteRecordsResponse = client.call(ApiKey::DeleteRecords, 2, &request).await;
+    response.topics[0].partitions[0].error_code
+}
+
 async fn describe_log_dir_error(client: &mut Client) -> i16 {
     let request = DescribeLogDirsRequest::default().with_topics(None);
     let response: DescribeLogDirsResponse = client.call(ApiKey::DescribeLogDirs, 1, &request).await;
@@ -193,6 +207,10 @@ async fn a_failed_fsync_takes_the_log_directory_offline_until_a_restart() {
         assert_eq!(fetch_error(&mut client, topic).await, STORAGE_ERROR);
         assert_eq!(list_offsets_error(&mut client, topic).await, STORAGE_ERROR);
     }
+    assert_eq!(
+        delete_records_error(&mut client, "other").await,
+        STORAGE_ERROR
+    );
     assert_eq!(describe_log_dir_error(&mut client).await, STORAGE_ERROR);
     broker.restart_after_failure().await;
     let mut client = broker.client().await;
@@ -257,6 +275,43 @@ async fn a_roll_whose_index_cannot_be_resized_fails_that_produce() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_background_fsync_of_a_rolled_segment_takes_the_directory_offline() {
+    let mut broker = TestBroker::start_with_faults(SMALL_SEGMENTS).await;
+    let mut client = broker.client().await;
+    assert_eq!(create(&mut client, "rolled", 1).await, 0);
+    broker
+        .faults()
+        .arm(Fault::new(Op::Sync, ".timeindex", FaultKind::SyncFailure).once());
+    let mut acknowledged = Vec::new();
+    for _ in 0..3 {
+        acknowledged.extend(produce_ok(&mut client, "rolled", sized_batch(1, 700)).await);
+    }
+    // The third batch rolled the segment; the flusher thread fsyncs the old one.
+    let logs = broker.broker.as_ref().unwrap().log_manager().clone();
+    for _ in 0..500 {
+        if logs.is_offline() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(
+        logs.is_offline(),
+        "the failed background fsync took the directory offline"
+    );
+    assert_eq!(broker.faults().fired(), 1);
+    let (error, _) = produce(&mut client, "rolled", 0, sized_batch(1, 700)).await;
+    assert_eq!(error, STORAGE_ERROR);
+    assert!(
+        logs.write_checkpoints().is_err(),
+        "no checkpoint moves while offline"
+    );
+    drop(logs);
+    broker.restart_after_failure().await;
+    let mut client = broker.client().await;
+    assert_eq!(fetch_everything(&mut client, "rolled").await, acknowledged);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_checkpoint_leaves_the_old_one_and_the_partition_online() {
     // The background checkpoint task runs at start-up and then not during the test, which
     // writes the checkpoints itself.
@@ -264,9 +319,14 @@ async fn a_failed_checkpoint_leaves_the_old_one_and_the_partition_online() {
         TestBroker::start_with_faults(&[("log.flush.offset.checkpoint.interval.ms", "3600000")])
             .await;
     let mut client = broker.client().await;
-    assert_eq!(create(&mut client, "checked", 1).await, 0);
+    let flushed = [("flush.ms", "0")];
+    assert_eq!(
+        create_topic_with_configs(&mut client, "checked", 1, &flushed).await,
+        0
+    );
     let mut acknowledged = produce_ok(&mut client, "checked", small_batch()).await;
     let logs = broker.broker.as_ref().unwrap().log_manager().clone();
+    logs.flush_due(now_ms());
     logs.write_checkpoints().expect("checkpoint");
     let path = broker.dir.path().join("recovery-point-offset-checkpoint");
     let before = std::fs::read_to_string(&path).unwrap();
@@ -274,11 +334,12 @@ async fn a_failed_checkpoint_leaves_the_old_one_and_the_partition_online() {
         "recovery-point-offset-checkpoint",
         "log-start-offset-checkpoint",
     ] {
+        // Armed until cleared: the background checkpoint task may write meanwhile.
         broker
             .faults()
-            .arm(Fault::new(Op::Rename, file, FaultKind::Error).once());
+            .arm(Fault::new(Op::Rename, file, FaultKind::Error));
         acknowledged.extend(produce_ok(&mut client, "checked", small_batch()).await);
-        logs.flush_due(i64::MAX);
+        logs.flush_due(now_ms());
         assert!(
             logs.write_checkpoints().is_err(),
             "{file} cannot be renamed"
@@ -287,12 +348,18 @@ async fn a_failed_checkpoint_leaves_the_old_one_and_the_partition_online() {
             !logs.is_offline(),
             "nothing was lost, the directory stays online"
         );
+        if file == "recovery-point-offset-checkpoint" {
+            let kept = std::fs::read_to_string(&path).unwrap();
+            assert_eq!(kept, before, "the old checkpoint stays whole");
+        }
+        broker.faults().clear();
     }
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
     acknowledged.extend(produce_ok(&mut client, "checked", small_batch()).await);
     assert_eq!(fetch_everything(&mut client, "checked").await, acknowledged);
+    logs.flush_due(now_ms());
     logs.write_checkpoints()
         .expect("checkpoint once the fault is gone");
+    assert_ne!(std::fs::read_to_string(&path).unwrap(), before);
     drop(logs);
     broker.restart_after_crash().await;
     let mut client = broker.client().await;

@@ -46,7 +46,14 @@ fn open_log(dir: &std::path::Path) -> PartitionLog {
         log_start_offset: 0,
         clean_shutdown: true,
     };
-    PartitionLog::open(dir, config, options, 1_700_000_000_000).expect("open log")
+    PartitionLog::open(
+        &sluice::disk::Disk::real(),
+        dir,
+        config,
+        options,
+        1_700_000_000_000,
+    )
+    .expect("open log")
 }
 
 /// Appends on the target directory's disk (sustained, so bounded by the device once the

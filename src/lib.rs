@@ -18,6 +18,7 @@
 pub mod alloc_guard;
 pub mod api;
 pub mod config;
+pub mod disk;
 pub mod group;
 pub mod log;
 pub mod network;

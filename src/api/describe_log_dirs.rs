@@ -1,5 +1,6 @@
 //! DescribeLogDirs (35): the one log directory, its partitions' sizes, and (v4) the file
-//! system's total and usable bytes.
+//! system's total and usable bytes. A directory taken offline by a storage failure is answered
+//! with KAFKA_STORAGE_ERROR and no partitions, as Kafka answers for an offline log directory.
 
 use kafka_protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
@@ -45,28 +46,26 @@ pub fn handle(
             })
         })
         .collect();
-    let log_dir = std::fs::canonicalize(&broker.config.log_dir)
+    let disk = broker.logs.disk();
+    let log_dir = disk
+        .canonicalize(&broker.config.log_dir)
         .unwrap_or_else(|_| broker.config.log_dir.clone());
     let mut result = DescribeLogDirsResult::default()
         .with_log_dir(StrBytes::from_string(log_dir.display().to_string()))
         .with_topics(topics);
+    if broker.logs.is_offline() {
+        result.error_code = super::errors::code(kafka_protocol::ResponseError::KafkaStorageError);
+    }
     if version >= 4 {
-        let (total, usable) = file_system_bytes(&log_dir).unwrap_or((-1, -1));
+        let (total, usable) = disk
+            .space_bytes(&log_dir)
+            .map(|(total, usable)| {
+                let clamp = |bytes: u64| i64::try_from(bytes).unwrap_or(i64::MAX);
+                (clamp(total), clamp(usable))
+            })
+            .unwrap_or((-1, -1));
         result.total_bytes = total;
         result.usable_bytes = usable;
     }
     DescribeLogDirsResponse::default().with_results(vec![result])
-}
-
-/// (total, available to this user) bytes of the file system holding `dir`.
-fn file_system_bytes(dir: &std::path::Path) -> Option<(i64, i64)> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `path` is a valid NUL-terminated string and `stat` a writable statvfs.
-    if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
-        return None;
-    }
-    let block = stat.f_frsize as i64;
-    Some((stat.f_blocks as i64 * block, stat.f_bavail as i64 * block))
 }

@@ -10,20 +10,19 @@
 //! Writes are atomic: a crash leaves either the old file or the new one, never a mix. This module
 //! does not decide when checkpoints are written; the log manager does.
 
-use std::fs::{self, File};
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::io;
+use std::path::Path;
+
+use crate::disk::Disk;
 
 const CHECKPOINT_VERSION: i32 = 0;
 
 /// Reads a checkpoint. A missing file is an empty checkpoint (a new log dir); anything malformed
 /// is an `InvalidData` error, and the caller falls back as Kafka does (recovery point 0, log
 /// start offset from the first segment).
-pub fn read_checkpoint(path: &Path) -> io::Result<Vec<(String, i32, i64)>> {
-    let text = match fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(error) => return Err(error),
+pub fn read_checkpoint(disk: &Disk, path: &Path) -> io::Result<Vec<(String, i32, i64)>> {
+    let Some(text) = disk.read_to_string_if_exists(path)? else {
+        return Ok(Vec::new());
     };
     let corrupt = |reason: &str| invalid_data(format!("{}: {reason}", path.display()));
     let mut lines = text.lines();
@@ -62,7 +61,11 @@ pub fn read_checkpoint(path: &Path) -> io::Result<Vec<(String, i32, i64)>> {
 
 /// Writes a checkpoint atomically: `<file>.tmp` is written and fsynced, renamed over `<file>`,
 /// and the directory is fsynced so the rename itself survives a crash.
-pub fn write_checkpoint(path: &Path, entries: &[(String, i32, i64)]) -> io::Result<()> {
+pub fn write_checkpoint(
+    disk: &Disk,
+    path: &Path,
+    entries: &[(String, i32, i64)],
+) -> io::Result<()> {
     let mut text = format!("{CHECKPOINT_VERSION}\n{}\n", entries.len());
     for (topic, partition, offset) in entries {
         if topic.is_empty() || topic.contains(char::is_whitespace) {
@@ -72,40 +75,25 @@ pub fn write_checkpoint(path: &Path, entries: &[(String, i32, i64)]) -> io::Resu
         }
         text.push_str(&format!("{topic} {partition} {offset}\n"));
     }
-    let tmp = temporary_path(path);
-    let mut file = File::create(&tmp)?;
-    file.write_all(text.as_bytes())?;
-    file.sync_all()?;
-    drop(file);
-    fs::rename(&tmp, path)?;
-    let dir = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    File::open(dir)?.sync_all()?;
-    Ok(())
+    disk.write_file_durably(path, text.as_bytes())
 }
 
 fn invalid_data(reason: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, reason)
 }
 
-fn temporary_path(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_os_string();
-    name.push(".tmp");
-    PathBuf::from(name)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::disk::temporary_path;
+    use std::fs;
 
     #[test]
     fn round_trip_and_missing_file() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("recovery-point-offset-checkpoint");
         assert_eq!(
-            read_checkpoint(&path).expect("missing is empty"),
+            read_checkpoint(&Disk::real(), &path).expect("missing is empty"),
             Vec::new()
         );
         let entries = vec![
@@ -113,15 +101,21 @@ mod tests {
             ("orders".to_string(), 3, 0),
             ("a.b-c_d".to_string(), 12, 7),
         ];
-        write_checkpoint(&path, &entries).expect("write");
+        write_checkpoint(&Disk::real(), &path, &entries).expect("write");
         assert_eq!(
             fs::read_to_string(&path).expect("read"),
             "0\n3\norders 0 42\norders 3 0\na.b-c_d 12 7\n"
         );
-        assert_eq!(read_checkpoint(&path).expect("read"), entries);
+        assert_eq!(
+            read_checkpoint(&Disk::real(), &path).expect("read"),
+            entries
+        );
         assert!(!temporary_path(&path).exists());
-        write_checkpoint(&path, &[]).expect("write empty");
-        assert_eq!(read_checkpoint(&path).expect("read"), Vec::new());
+        write_checkpoint(&Disk::real(), &path, &[]).expect("write empty");
+        assert_eq!(
+            read_checkpoint(&Disk::real(), &path).expect("read"),
+            Vec::new()
+        );
     }
 
     #[test]
@@ -138,7 +132,7 @@ mod tests {
             "0\n0\nt 0 1\n",
         ] {
             fs::write(&path, text).expect("write");
-            let error = read_checkpoint(&path).expect_err(text);
+            let error = read_checkpoint(&Disk::real(), &path).expect_err(text);
             assert_eq!(error.kind(), io::ErrorKind::InvalidData, "{text:?}");
         }
     }

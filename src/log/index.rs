@@ -6,13 +6,15 @@
 //! entries, which is why every index is trimmed to its valid length when its segment stops being
 //! active and on close. This is the only module with `unsafe`: mapping a file.
 
-use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
 
 use memmap2::{MmapMut, MmapOptions};
 
+use crate::disk::{self, Disk, File};
+
 pub(super) struct IndexFile {
+    disk: Disk,
     path: PathBuf,
     file: File,
     /// Maps the whole file. Invariant: `mmap.len()` equals the file length, a multiple of
@@ -27,20 +29,17 @@ impl IndexFile {
     /// Creates (or truncates) the file and preallocates `max_index_size_bytes` rounded down to a
     /// whole number of entries, the way Kafka sizes a fresh index.
     pub(super) fn create(
+        disk: &Disk,
         path: &Path,
         entry_bytes: usize,
         max_index_size_bytes: u64,
     ) -> io::Result<IndexFile> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)?;
+        let file = disk.create_file(path)?;
         let length = round_down(max_index_size_bytes, entry_bytes);
-        file.set_len(length)?;
+        disk.set_len(&file, path, length)?;
         let mmap = map(&file, length)?;
         Ok(IndexFile {
+            disk: disk.clone(),
             path: path.to_path_buf(),
             file,
             mmap,
@@ -52,9 +51,9 @@ impl IndexFile {
     /// Opens an existing index and trusts its length for the entry count, as Kafka does; callers
     /// must sanity-check the entries. Fails with `InvalidData` when the length is not a whole
     /// number of entries, and with `NotFound` when the file is missing.
-    pub(super) fn open(path: &Path, entry_bytes: usize) -> io::Result<IndexFile> {
-        let file = OpenOptions::new().read(true).write(true).open(path)?;
-        let length = file.metadata()?.len();
+    pub(super) fn open(disk: &Disk, path: &Path, entry_bytes: usize) -> io::Result<IndexFile> {
+        let file = disk.open_rw(path)?;
+        let length = disk::file_len(&file)?;
         if length % entry_bytes as u64 != 0 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -64,6 +63,7 @@ impl IndexFile {
         let mmap = map(&file, length)?;
         let entries = mmap.len() / entry_bytes;
         Ok(IndexFile {
+            disk: disk.clone(),
             path: path.to_path_buf(),
             file,
             mmap,
@@ -117,11 +117,22 @@ impl IndexFile {
         if length == self.mmap.len() as u64 {
             return Ok(());
         }
+        let old_length = self.mmap.len() as u64;
         self.mmap = MmapMut::map_anon(0)?;
-        self.file.set_len(length)?;
-        self.mmap = map(&self.file, length)?;
+        // When the length cannot change, the file keeps its old one: map that again, so the
+        // entries stay readable and the mapping never disagrees with the file.
+        let resized = self.disk.set_len(&self.file, &self.path, length);
+        let mapped_length = if resized.is_ok() { length } else { old_length };
+        match map(&self.file, mapped_length) {
+            Ok(mmap) => self.mmap = mmap,
+            Err(error) => {
+                // An empty mapping and no entries: lookups scan the segment from its start.
+                self.entries = 0;
+                return Err(error);
+            }
+        }
         self.entries = self.entries.min(self.max_entries());
-        Ok(())
+        resized
     }
 
     /// Shrinks the file to exactly its valid entries, so that a later open (ours or Kafka's tools)
@@ -136,10 +147,14 @@ impl IndexFile {
         self.file.try_clone()
     }
 
+    pub(super) fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Writes dirty pages and the file length to stable storage.
     pub(super) fn flush(&self) -> io::Result<()> {
         self.mmap.flush()?;
-        self.file.sync_all()
+        self.disk.sync_all(&self.file, &self.path)
     }
 }
 
@@ -164,7 +179,7 @@ mod tests {
     fn create_preallocates_trim_shrinks_and_open_counts_entries() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("x.timeindex");
-        let mut index = IndexFile::create(&path, 12, 100).expect("create");
+        let mut index = IndexFile::create(&Disk::real(), &path, 12, 100).expect("create");
         assert_eq!(std::fs::metadata(&path).expect("metadata").len(), 96);
         assert_eq!(index.max_entries(), 8);
         index.push(&[1u8; 12]).expect("push");
@@ -174,7 +189,7 @@ mod tests {
         assert!(index.push(&[3u8; 12]).is_err());
         drop(index);
         assert_eq!(std::fs::metadata(&path).expect("metadata").len(), 24);
-        let mut index = IndexFile::open(&path, 12).expect("open");
+        let mut index = IndexFile::open(&Disk::real(), &path, 12).expect("open");
         assert_eq!(index.entries(), 2);
         assert_eq!(index.entry(1), &[2u8; 12]);
         index.resize(100).expect("resize");
@@ -188,7 +203,9 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("x.index");
         std::fs::write(&path, [0u8; 9]).expect("write");
-        let error = IndexFile::open(&path, 8).err().expect("must fail");
+        let error = IndexFile::open(&Disk::real(), &path, 8)
+            .err()
+            .expect("must fail");
         assert_eq!(error.kind(), io::ErrorKind::InvalidData);
     }
 }

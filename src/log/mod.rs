@@ -27,7 +27,6 @@ mod tests;
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -39,6 +38,8 @@ use crate::record_batch::header::{
 };
 use crate::record_batch::BatchError;
 use segment::LogSegment;
+
+use crate::disk::{Disk, File};
 
 pub use cleaner::{CleanOutcome, CleanedRound, CleanerConfig, CleaningRound};
 pub use retention::RetentionConfig;
@@ -176,6 +177,8 @@ pub struct ReadInfo {
 }
 
 pub struct PartitionLog {
+    /// Every file operation of this log goes through it; shared with the log directory.
+    disk: Disk,
     dir: PathBuf,
     config: LogConfig,
     /// Segments before the active one, by base offset.
@@ -213,8 +216,11 @@ const FLUSH_FAILED: i64 = i64::MIN;
 
 /// A rolled segment's files to fsync, and the recovery point to publish once they are durable.
 struct FlushJob {
-    /// The segment's `.log`, its indexes, then the directory.
-    files: Vec<File>,
+    disk: Disk,
+    /// The segment's `.log` and its indexes, with their paths.
+    files: Vec<(File, PathBuf)>,
+    /// Synced last, so the new files' entries are durable too.
+    dir: PathBuf,
     flushed_through: Arc<AtomicI64>,
     segment_fsyncs: Arc<AtomicU64>,
     new_base_offset: i64,
@@ -238,7 +244,12 @@ fn background_flusher() -> &'static std::sync::mpsc::Sender<FlushJob> {
                     if job.flushed_through.load(Ordering::SeqCst) == FLUSH_FAILED {
                         continue;
                     }
-                    match job.files.iter().try_for_each(File::sync_all) {
+                    let synced = job
+                        .files
+                        .iter()
+                        .try_for_each(|(file, path)| job.disk.sync_all(file, path))
+                        .and_then(|()| job.disk.sync_dir(&job.dir));
+                    match synced {
                         Ok(()) => {
                             job.segment_fsyncs.fetch_add(1, Ordering::Relaxed);
                             job.flushed_through
@@ -277,14 +288,16 @@ impl PartitionLog {
     /// shutdown, recovers every segment from the one holding the recovery point to the end:
     /// see `recovery.rs`.
     pub fn open(
+        disk: &Disk,
         dir: &Path,
         config: LogConfig,
         options: OpenOptions,
         now_ms: i64,
     ) -> Result<PartitionLog, LogError> {
         let config = config.normalized();
-        let loaded = recovery::load(dir, &config, &options, now_ms)?;
+        let loaded = recovery::load(disk, dir, &config, &options, now_ms)?;
         Ok(PartitionLog {
+            disk: disk.clone(),
             dir: dir.to_path_buf(),
             config,
             inactive: loaded.inactive,
@@ -395,15 +408,20 @@ impl PartitionLog {
             self.active.flush_indexes()?;
             self.index_flushes += 1;
         }
-        let segment = LogSegment::create(&self.dir, new_base_offset, &self.config, now_ms)?;
+        let segment =
+            LogSegment::create(&self.disk, &self.dir, new_base_offset, &self.config, now_ms)?;
         let old = std::mem::replace(&mut self.active, segment);
         tracing::debug!(path = %old.log_path().display(), new_base_offset, "rolled segment");
-        let mut files = old.sync_handles()?;
-        files.push(File::open(&self.dir)?);
+        // The old segment joins the inactive ones before anything else can fail, so it is
+        // never lost from the log; without handles, `flush` syncs it inline later.
+        let files = old.sync_handles();
         self.inactive.insert(old.base_offset(), old);
         self.dir_needs_sync = true;
+        let files = files?;
         let job = FlushJob {
+            disk: self.disk.clone(),
             files,
+            dir: self.dir.clone(),
             flushed_through: self.flushed_through.clone(),
             segment_fsyncs: self.segment_fsyncs.clone(),
             new_base_offset,
@@ -417,6 +435,11 @@ impl PartitionLog {
 
     pub fn log_start_offset(&self) -> i64 {
         self.log_start_offset
+    }
+
+    /// The storage handle this log writes through (and whose offline state it shares).
+    pub fn disk(&self) -> &Disk {
+        &self.disk
     }
 
     pub fn log_end_offset(&self) -> i64 {
@@ -484,7 +507,7 @@ impl PartitionLog {
         if self.dir_needs_sync {
             // New segment files are only reachable after a crash once their directory entries
             // are durable.
-            File::open(&self.dir)?.sync_all()?;
+            self.disk.sync_dir(&self.dir)?;
             self.dir_needs_sync = false;
         }
         self.recovery_point = self.log_end_offset;

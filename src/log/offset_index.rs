@@ -10,6 +10,7 @@ use std::path::Path;
 
 use super::index::IndexFile;
 use super::LogError;
+use crate::disk::Disk;
 
 pub(super) const OFFSET_INDEX_ENTRY_BYTES: usize = 8;
 
@@ -20,16 +21,17 @@ pub(super) struct OffsetIndex {
 
 impl OffsetIndex {
     pub(super) fn create(
+        disk: &Disk,
         path: &Path,
         base_offset: i64,
         max_index_size_bytes: u64,
     ) -> io::Result<Self> {
-        let file = IndexFile::create(path, OFFSET_INDEX_ENTRY_BYTES, max_index_size_bytes)?;
+        let file = IndexFile::create(disk, path, OFFSET_INDEX_ENTRY_BYTES, max_index_size_bytes)?;
         Ok(OffsetIndex { file, base_offset })
     }
 
-    pub(super) fn open(path: &Path, base_offset: i64) -> io::Result<Self> {
-        let file = IndexFile::open(path, OFFSET_INDEX_ENTRY_BYTES)?;
+    pub(super) fn open(disk: &Disk, path: &Path, base_offset: i64) -> io::Result<Self> {
+        let file = IndexFile::open(disk, path, OFFSET_INDEX_ENTRY_BYTES)?;
         Ok(OffsetIndex { file, base_offset })
     }
 
@@ -156,7 +158,7 @@ mod tests {
     fn lookup_finds_greatest_entry_at_or_below() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("00000000000000000100.index");
-        let mut index = OffsetIndex::create(&path, 100, 80).expect("create");
+        let mut index = OffsetIndex::create(&Disk::real(), &path, 100, 80).expect("create");
         assert_eq!(index.lookup(150), (100, 0));
         index.append(110, 4_200).expect("append");
         index.append(120, 8_400).expect("append");
@@ -177,7 +179,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("00000000000000000000.index");
         std::fs::write(&path, vec![0u8; 64]).expect("write");
-        let index = OffsetIndex::open(&path, 0).expect("open");
+        let index = OffsetIndex::open(&Disk::real(), &path, 0).expect("open");
         assert_eq!(index.entries(), 8);
         assert!(index.sanity_check(1_000, i64::MAX).is_err());
     }

@@ -8,7 +8,6 @@
 //! untrimmed preallocated index reads as a full file of zero entries.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{self, File};
 
 use std::path::Path;
 
@@ -19,6 +18,7 @@ use super::segment::{
     TXN_INDEX_SUFFIX,
 };
 use super::{LogConfig, LogError, OpenOptions};
+use crate::disk::Disk;
 
 const CLEANED_SUFFIX: &str = ".cleaned";
 const SWAP_SUFFIX: &str = ".swap";
@@ -32,26 +32,28 @@ pub(super) struct Loaded {
 }
 
 pub(super) fn load(
+    disk: &Disk,
     dir: &Path,
     config: &LogConfig,
     options: &OpenOptions,
     now_ms: i64,
 ) -> Result<Loaded, LogError> {
-    fs::create_dir_all(dir)?;
-    clean_temporary_files(dir)?;
-    let bases = segment_base_offsets(dir)?;
-    let (mut segments, mut log_end_offset) = load_segments(dir, config, options, &bases, now_ms)?;
+    disk.create_dir_all(dir)?;
+    clean_temporary_files(disk, dir)?;
+    let bases = segment_base_offsets(disk, dir)?;
+    let (mut segments, mut log_end_offset) =
+        load_segments(disk, dir, config, options, &bases, now_ms)?;
     let requested_start = options.log_start_offset.max(0);
     if segments.is_empty() || log_end_offset < requested_start {
         // Nothing on disk, or everything on disk lies below the checkpointed log start offset
         // (e.g. after DeleteRecords): start over at the log start offset, as Kafka does.
         for base in segments.keys() {
-            delete_segment_files(dir, *base)?;
+            delete_segment_files(disk, dir, *base)?;
         }
         segments.clear();
         segments.insert(
             requested_start,
-            LogSegment::create(dir, requested_start, config, now_ms)?,
+            LogSegment::create(disk, dir, requested_start, config, now_ms)?,
         );
         log_end_offset = requested_start;
     }
@@ -80,6 +82,7 @@ pub(super) fn load(
 
 /// Opens every segment in order; returns them with the log end offset.
 fn load_segments(
+    disk: &Disk,
     dir: &Path,
     config: &LogConfig,
     options: &OpenOptions,
@@ -102,7 +105,7 @@ fn load_segments(
     for (n, &base) in bases.iter().enumerate() {
         let next_offset_bound = bases.get(n + 1).copied().unwrap_or(i64::MAX);
         let is_last = n + 1 == bases.len();
-        let (mut segment, rebuild_reason) = LogSegment::open(dir, base, config, now_ms)?;
+        let (mut segment, rebuild_reason) = LogSegment::open(disk, dir, base, config, now_ms)?;
         if recover_from.is_some_and(|from| base >= from) {
             let min_base_offset = if segments.is_empty() {
                 base
@@ -117,7 +120,7 @@ fn load_segments(
                 // continue it.
                 for later in &bases[n + 1..] {
                     tracing::warn!(dir = %dir.display(), base_offset = later, "deleting segment after a truncated one");
-                    delete_segment_files(dir, *later)?;
+                    delete_segment_files(disk, dir, *later)?;
                 }
                 break;
             }
@@ -163,11 +166,11 @@ fn check_or_rebuild(
 }
 
 /// Base offsets of the `.log` files, ascending. Index files without a `.log` are deleted.
-fn segment_base_offsets(dir: &Path) -> Result<Vec<i64>, LogError> {
+fn segment_base_offsets(disk: &Disk, dir: &Path) -> Result<Vec<i64>, LogError> {
     let mut logs = BTreeSet::new();
     let mut indexes = Vec::new();
-    for entry in fs::read_dir(dir)? {
-        let path = entry?.path();
+    for entry in disk.list_dir(dir)? {
+        let path = entry.path;
         let Some(name) = path.file_name().and_then(|name| name.to_str()) else {
             continue;
         };
@@ -191,7 +194,7 @@ fn segment_base_offsets(dir: &Path) -> Result<Vec<i64>, LogError> {
             .and_then(|stem| stem.parse::<i64>().ok());
         if base.is_some_and(|base| !logs.contains(&base)) {
             tracing::warn!(path = %path.display(), "deleting orphan index");
-            fs::remove_file(&path)?;
+            disk.remove_file(&path)?;
         }
     }
     Ok(logs.into_iter().collect())
@@ -211,11 +214,11 @@ fn base_offset_of(name: &str, suffix: &str) -> Option<i64> {
 /// output whose swap-in was interrupted: swaps at or above the smallest `.cleaned` offset belong
 /// to an interrupted split and are deleted; for the others the regular segments the swap replaces
 /// are deleted and the swapped `.log` renamed into place (its indexes are rebuilt on load).
-fn clean_temporary_files(dir: &Path) -> Result<(), LogError> {
+fn clean_temporary_files(disk: &Disk, dir: &Path) -> Result<(), LogError> {
     let mut swaps = Vec::new();
     let mut min_cleaned_base = i64::MAX;
-    for entry in fs::read_dir(dir)? {
-        let path = entry?.path();
+    for entry in disk.list_dir(dir)? {
+        let path = entry.path;
         let Some(name) = path
             .file_name()
             .and_then(|name| name.to_str())
@@ -224,7 +227,7 @@ fn clean_temporary_files(dir: &Path) -> Result<(), LogError> {
             continue;
         };
         if name.ends_with(DELETED_SUFFIX) {
-            fs::remove_file(&path)?;
+            disk.remove_file(&path)?;
         } else if name.ends_with(CLEANED_SUFFIX) {
             if let Some(base) = name
                 .split('.')
@@ -233,7 +236,7 @@ fn clean_temporary_files(dir: &Path) -> Result<(), LogError> {
             {
                 min_cleaned_base = min_cleaned_base.min(base);
             }
-            fs::remove_file(&path)?;
+            disk.remove_file(&path)?;
         } else if name.ends_with(SWAP_SUFFIX) {
             swaps.push(path);
         }
@@ -247,35 +250,35 @@ fn clean_temporary_files(dir: &Path) -> Result<(), LogError> {
             .strip_suffix(SWAP_SUFFIX)
             .and_then(|inner| base_offset_of(inner, LOG_SUFFIX));
         match log_base {
-            Some(base) if base < min_cleaned_base => swap_in(dir, path, base)?,
+            Some(base) if base < min_cleaned_base => swap_in(disk, dir, path, base)?,
             _ => {}
         }
     }
     // Index swaps, and log swaps of an interrupted split: indexes are rebuilt from the log.
-    for path in swaps.iter().filter(|path| path.exists()) {
-        fs::remove_file(path)?;
+    for path in swaps.iter().filter(|path| disk.exists(path)) {
+        disk.remove_file(path)?;
     }
     Ok(())
 }
 
 /// Completes an interrupted swap: deletes the regular segments whose base offsets fall within
 /// the swap segment's offsets, then renames `X.log.swap` to `X.log`.
-fn swap_in(dir: &Path, swap_path: &Path, base: i64) -> Result<(), LogError> {
-    let end = next_offset_of(swap_path, base)?;
-    for regular in segment_base_offsets(dir)? {
+fn swap_in(disk: &Disk, dir: &Path, swap_path: &Path, base: i64) -> Result<(), LogError> {
+    let end = next_offset_of(disk, swap_path, base)?;
+    for regular in segment_base_offsets(disk, dir)? {
         if regular >= base && regular < end.max(base + 1) {
-            delete_segment_files(dir, regular)?;
+            delete_segment_files(disk, dir, regular)?;
         }
     }
     tracing::warn!(path = %swap_path.display(), "completing an interrupted segment swap");
-    fs::rename(swap_path, segment_file(dir, base, LOG_SUFFIX))?;
+    disk.rename(swap_path, &segment_file(dir, base, LOG_SUFFIX))?;
     Ok(())
 }
 
 /// One past the last offset of the whole batches in a `.log`-format file.
-fn next_offset_of(path: &Path, base: i64) -> Result<i64, LogError> {
-    let file = File::open(path)?;
-    let len = file.metadata()?.len();
+fn next_offset_of(disk: &Disk, path: &Path, base: i64) -> Result<i64, LogError> {
+    let file = disk.open_read(path)?;
+    let len = crate::disk::file_len(&file)?;
     let mut scanner = BatchScanner::new(&file, 0, len, LOOKUP_CHUNK_BYTES);
     let mut next_offset = base;
     while let ScanStep::Batch { header, .. } = scanner.next_header().map_err(LogError::from)? {

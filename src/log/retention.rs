@@ -12,7 +12,6 @@
 //! cleanup policy a topic has (a compact-only topic passes infinite retention, leaving only the
 //! log-start-offset pass), and the high watermark itself. All three are the caller's.
 
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
@@ -21,6 +20,7 @@ use super::segment::{
     segment_file, LogSegment, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
 };
 use super::{LogError, PartitionLog};
+use crate::disk::Disk;
 
 /// Appended to a removed segment's file names until the files are removed; `open` removes any
 /// it finds.
@@ -107,13 +107,14 @@ impl PartitionLog {
             }
         }
         if retention.retention_ms >= 0 {
+            let disk = self.disk.clone();
             deleted += self.delete_while(
                 "retention.ms breach",
                 high_watermark,
                 now_ms,
                 delay_ms,
                 |segment, _| {
-                    let largest_timestamp = largest_timestamp(segment)?;
+                    let largest_timestamp = largest_timestamp(&disk, segment)?;
                     Ok(now_ms.saturating_sub(largest_timestamp) > retention.retention_ms)
                 },
             )?;
@@ -128,7 +129,7 @@ impl PartitionLog {
         let mut still_pending = Vec::new();
         for mut pending in std::mem::take(&mut self.pending_deletes) {
             if pending.due_ms <= now_ms {
-                pending.paths.retain(|path| match fs::remove_file(path) {
+                pending.paths.retain(|path| match self.disk.remove_file(path) {
                     Ok(()) => false,
                     Err(error) if error.kind() == io::ErrorKind::NotFound => false,
                     Err(error) => {
@@ -258,7 +259,7 @@ impl PartitionLog {
             assert!(removed.is_some(), "segment {base_offset} is deletable");
             // Closing the segment's files and mappings first; the renames do not need them.
             drop(removed);
-            result = rename_for_deletion(&self.dir, *base_offset, &mut renamed);
+            result = rename_for_deletion(&self.disk, &self.dir, *base_offset, &mut renamed);
             if result.is_err() {
                 break;
             }
@@ -278,12 +279,12 @@ impl PartitionLog {
 
 /// Kafka's `LogSegment.largestTimestamp`: the largest record timestamp in the segment, or the
 /// `.log`'s last-modified time when no batch carries a timestamp.
-fn largest_timestamp(segment: &LogSegment) -> Result<i64, LogError> {
+fn largest_timestamp(disk: &Disk, segment: &LogSegment) -> Result<i64, LogError> {
     let (max_timestamp, _) = segment.max_timestamp_and_offset();
     if max_timestamp >= 0 {
         return Ok(max_timestamp);
     }
-    let modified = fs::metadata(segment.log_path())?.modified()?;
+    let modified = disk.modified(segment.log_path())?;
     Ok(modified.duration_since(UNIX_EPOCH).map_or(0, |since| {
         i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
     }))
@@ -293,6 +294,7 @@ fn largest_timestamp(segment: &LogSegment) -> Result<i64, LogError> {
 /// to `*.deleted`, the `.log` first: a crash part way leaves orphan indexes, which `open`
 /// removes. Files that do not exist are skipped. Renamed paths are pushed onto `renamed`.
 fn rename_for_deletion(
+    disk: &Disk,
     dir: &Path,
     base_offset: i64,
     renamed: &mut Vec<PathBuf>,
@@ -306,7 +308,7 @@ fn rename_for_deletion(
     ] {
         let from = segment_file(dir, base_offset, suffix);
         let to = segment_file(dir, base_offset, &format!("{suffix}{DELETED_SUFFIX}"));
-        match fs::rename(&from, &to) {
+        match disk.rename(&from, &to) {
             Ok(()) => renamed.push(to),
             Err(error) if error.kind() == io::ErrorKind::NotFound => {}
             Err(error) => return Err(error.into()),

@@ -6,7 +6,7 @@
 //! chunks so a huge or garbage `batchLength` never turns into a huge allocation. It does not decide
 //! what to do about either; the segment does.
 
-use std::fs::File;
+use crate::disk::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 

@@ -8,9 +8,7 @@
 //! whether existing indexes can be trusted. Which segments exist, and offsets across segments, are
 //! the partition log's business.
 
-use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,6 +18,7 @@ use super::offset_index::OffsetIndex;
 use super::scan::{BatchScanner, ScanStep, LOOKUP_CHUNK_BYTES};
 use super::time_index::{TimeIndex, NO_TIMESTAMP};
 use super::{LogConfig, LogError};
+use crate::disk::{self, Disk, File};
 use crate::record_batch::header::BatchHeader;
 
 mod recovery;
@@ -35,17 +34,14 @@ pub(super) fn segment_file(dir: &Path, base_offset: i64, suffix: &str) -> PathBu
 }
 
 /// Removes every file of the segment at `base_offset`; missing files are fine.
-pub(super) fn delete_segment_files(dir: &Path, base_offset: i64) -> io::Result<()> {
+pub(super) fn delete_segment_files(disk: &Disk, dir: &Path, base_offset: i64) -> io::Result<()> {
     for suffix in [
         INDEX_SUFFIX,
         TIME_INDEX_SUFFIX,
         TXN_INDEX_SUFFIX,
         LOG_SUFFIX,
     ] {
-        match fs::remove_file(segment_file(dir, base_offset, suffix)) {
-            Err(error) if error.kind() != io::ErrorKind::NotFound => return Err(error),
-            _ => {}
-        }
+        disk.remove_file_if_exists(&segment_file(dir, base_offset, suffix))?;
     }
     Ok(())
 }
@@ -103,6 +99,7 @@ pub(super) struct Tail {
 }
 
 pub(super) struct LogSegment {
+    disk: Disk,
     base_offset: i64,
     log_path: PathBuf,
     /// Shared with fetch responses (`SegmentSlice`), which send their byte ranges after the
@@ -128,30 +125,29 @@ pub(super) struct LogSegment {
 impl LogSegment {
     /// Creates an empty segment with preallocated indexes.
     pub(super) fn create(
+        disk: &Disk,
         dir: &Path,
         base_offset: i64,
         config: &LogConfig,
         now_ms: i64,
     ) -> Result<Self, LogError> {
         let log_path = segment_file(dir, base_offset, LOG_SUFFIX);
-        let log = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&log_path)?;
+        let log = disk.create_file(&log_path)?;
         let max = config.max_index_size_bytes;
         let offset_index = OffsetIndex::create(
+            disk,
             &segment_file(dir, base_offset, INDEX_SUFFIX),
             base_offset,
             max,
         )?;
         let time_index = TimeIndex::create(
+            disk,
             &segment_file(dir, base_offset, TIME_INDEX_SUFFIX),
             base_offset,
             max,
         )?;
         Ok(Self::assemble(
+            disk,
             base_offset,
             log_path,
             log,
@@ -166,35 +162,37 @@ impl LogSegment {
     /// entries, is replaced by a fresh empty one and the reason is returned: the caller must then
     /// rebuild. The in-memory state is not loaded yet (see `load_state` and `recover`).
     pub(super) fn open(
+        disk: &Disk,
         dir: &Path,
         base_offset: i64,
         config: &LogConfig,
         now_ms: i64,
     ) -> Result<(Self, Option<String>), LogError> {
         let log_path = segment_file(dir, base_offset, LOG_SUFFIX);
-        let log = OpenOptions::new().read(true).write(true).open(&log_path)?;
-        let size_bytes = log.metadata()?.len();
+        let log = disk.open_rw(&log_path)?;
+        let size_bytes = disk::file_len(&log)?;
         let max = config.max_index_size_bytes;
         let mut rebuild_reason = None;
         let index_path = segment_file(dir, base_offset, INDEX_SUFFIX);
-        let offset_index = match OffsetIndex::open(&index_path, base_offset) {
+        let offset_index = match OffsetIndex::open(disk, &index_path, base_offset) {
             Ok(index) => index,
             Err(error) if is_unusable_index(&error) => {
                 rebuild_reason = Some(format!("offset index: {error}"));
-                OffsetIndex::create(&index_path, base_offset, max)?
+                OffsetIndex::create(disk, &index_path, base_offset, max)?
             }
             Err(error) => return Err(error.into()),
         };
         let time_path = segment_file(dir, base_offset, TIME_INDEX_SUFFIX);
-        let time_index = match TimeIndex::open(&time_path, base_offset) {
+        let time_index = match TimeIndex::open(disk, &time_path, base_offset) {
             Ok(index) => index,
             Err(error) if is_unusable_index(&error) => {
                 rebuild_reason = Some(format!("time index: {error}"));
-                TimeIndex::create(&time_path, base_offset, max)?
+                TimeIndex::create(disk, &time_path, base_offset, max)?
             }
             Err(error) => return Err(error.into()),
         };
         let segment = Self::assemble(
+            disk,
             base_offset,
             log_path,
             log,
@@ -206,7 +204,9 @@ impl LogSegment {
         Ok((segment, rebuild_reason))
     }
 
+    #[allow(clippy::too_many_arguments)] // the fields of a segment, once each
     fn assemble(
+        disk: &Disk,
         base_offset: i64,
         log_path: PathBuf,
         log: File,
@@ -216,6 +216,7 @@ impl LogSegment {
         now_ms: i64,
     ) -> Self {
         LogSegment {
+            disk: disk.clone(),
             base_offset,
             log_path,
             log: Arc::new(log),
@@ -294,13 +295,10 @@ impl LogSegment {
             ));
         }
         let batch_bytes = (head.len() + records.len()) as u64;
-        if let Err(error) = write_all_vectored_at(&self.log, head, records, position) {
-            // Cut off a partial write so the file still ends on a batch boundary.
-            if let Err(undo) = self.log.set_len(position) {
-                tracing::error!(path = %self.log_path.display(), %undo, "cannot undo a failed append");
-            }
-            return Err(error.into());
-        }
+        // A partial write is cut off so the file still ends on a batch boundary; when that
+        // fails too, the log directory goes offline (see `disk`).
+        self.disk
+            .write_vectored_at_or_undo(&self.log, &self.log_path, head, records, position)?;
         self.size_bytes += batch_bytes;
         if position == 0 {
             self.rolling_based_timestamp = Some(max_timestamp);
@@ -343,11 +341,19 @@ impl LogSegment {
 
     /// Independent handles on the segment's three files, so a rolled segment can be fsynced
     /// on another thread without holding the partition's lock.
-    pub(super) fn sync_handles(&self) -> io::Result<Vec<File>> {
+    pub(super) fn sync_handles(&self) -> io::Result<Vec<(File, PathBuf)>> {
+        let offset_index = self.offset_index.file();
+        let time_index = self.time_index.file();
         Ok(vec![
-            self.log.try_clone()?,
-            self.offset_index.file().try_clone_file()?,
-            self.time_index.file().try_clone_file()?,
+            (self.log.try_clone()?, self.log_path.clone()),
+            (
+                offset_index.try_clone_file()?,
+                offset_index.path().to_path_buf(),
+            ),
+            (
+                time_index.try_clone_file()?,
+                time_index.path().to_path_buf(),
+            ),
         ])
     }
 
@@ -361,7 +367,7 @@ impl LogSegment {
     /// fsyncs the `.log` only: enough for the active segment, whose indexes recovery rebuilds
     /// after a crash whatever they hold (see `PartitionLog::flush`).
     pub(super) fn flush_log(&self, log_fsyncs: &AtomicU64) -> io::Result<()> {
-        self.log.sync_data()?;
+        self.disk.sync_data(&self.log, &self.log_path)?;
         log_fsyncs.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
@@ -537,47 +543,6 @@ impl LogSegment {
         }
         Ok(())
     }
-}
-
-/// Writes `head` then `tail` at `position` with `pwritev`, continuing after partial writes.
-fn write_all_vectored_at(
-    file: &File,
-    mut head: &[u8],
-    mut tail: &[u8],
-    mut position: u64,
-) -> io::Result<()> {
-    while !head.is_empty() || !tail.is_empty() {
-        let iov = [
-            libc::iovec {
-                iov_base: head.as_ptr() as *mut libc::c_void,
-                iov_len: head.len(),
-            },
-            libc::iovec {
-                iov_base: tail.as_ptr() as *mut libc::c_void,
-                iov_len: tail.len(),
-            },
-        ];
-        let offset = libc::off_t::try_from(position).map_err(io::Error::other)?;
-        // SAFETY: the descriptor is open, and each iovec describes a live slice that pwritev
-        // only reads.
-        let written = unsafe { libc::pwritev(file.as_raw_fd(), iov.as_ptr(), 2, offset) };
-        let Ok(mut written) = usize::try_from(written) else {
-            let error = io::Error::last_os_error();
-            if error.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(error);
-        };
-        if written == 0 {
-            return Err(io::ErrorKind::WriteZero.into());
-        }
-        position += written as u64;
-        let from_head = written.min(head.len());
-        head = &head[from_head..];
-        written -= from_head;
-        tail = &tail[written..];
-    }
-    Ok(())
 }
 
 fn is_unusable_index(error: &io::Error) -> bool {

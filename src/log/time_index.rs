@@ -12,6 +12,7 @@ use std::path::Path;
 use super::index::IndexFile;
 use super::offset_index::partition_point;
 use super::LogError;
+use crate::disk::Disk;
 
 pub(super) const TIME_INDEX_ENTRY_BYTES: usize = 12;
 /// Kafka's NO_TIMESTAMP: the timestamp of an empty index's pseudo last entry.
@@ -24,16 +25,17 @@ pub(super) struct TimeIndex {
 
 impl TimeIndex {
     pub(super) fn create(
+        disk: &Disk,
         path: &Path,
         base_offset: i64,
         max_index_size_bytes: u64,
     ) -> io::Result<Self> {
-        let file = IndexFile::create(path, TIME_INDEX_ENTRY_BYTES, max_index_size_bytes)?;
+        let file = IndexFile::create(disk, path, TIME_INDEX_ENTRY_BYTES, max_index_size_bytes)?;
         Ok(TimeIndex { file, base_offset })
     }
 
-    pub(super) fn open(path: &Path, base_offset: i64) -> io::Result<Self> {
-        let file = IndexFile::open(path, TIME_INDEX_ENTRY_BYTES)?;
+    pub(super) fn open(disk: &Disk, path: &Path, base_offset: i64) -> io::Result<Self> {
+        let file = IndexFile::open(disk, path, TIME_INDEX_ENTRY_BYTES)?;
         Ok(TimeIndex { file, base_offset })
     }
 
@@ -148,7 +150,7 @@ mod tests {
     fn maybe_append_keeps_only_rising_timestamps_and_reserves_a_slot() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("00000000000000000050.timeindex");
-        let mut index = TimeIndex::create(&path, 50, 40).expect("create");
+        let mut index = TimeIndex::create(&Disk::real(), &path, 50, 40).expect("create");
         assert_eq!(index.file().max_entries(), 3);
         assert_eq!(index.last_entry(), (NO_TIMESTAMP, 50));
         index.maybe_append(1_000, 55, false).expect("append");

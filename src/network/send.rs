@@ -9,7 +9,7 @@
 //! handle keeps it). If a file is ever shorter than its range (someone truncated it behind the
 //! broker's back) the frame cannot be completed: the connection is closed, never padded.
 
-use std::fs::File;
+use crate::disk::File;
 use std::io;
 use std::os::fd::AsRawFd;
 

@@ -5,31 +5,32 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::storage::write_file_durably;
+use crate::disk::Disk;
 
 const BLOCK_SIZE: i64 = 1000;
 const FILE_NAME: &str = "sluice-producer-id-block";
 
 pub struct ProducerIdAllocator {
+    disk: Disk,
     path: PathBuf,
     /// (next id to hand out, end of the durable block, exclusive)
     state: Mutex<(i64, i64)>,
 }
 
 impl ProducerIdAllocator {
-    pub fn open(log_dir: &Path) -> std::io::Result<ProducerIdAllocator> {
+    pub fn open(disk: &Disk, log_dir: &Path) -> std::io::Result<ProducerIdAllocator> {
         let path = log_dir.join(FILE_NAME);
-        let reserved_until = match std::fs::read_to_string(&path) {
-            Ok(text) => text.trim().parse::<i64>().map_err(|e| {
+        let reserved_until = match disk.read_to_string_if_exists(&path)? {
+            Some(text) => text.trim().parse::<i64>().map_err(|e| {
                 std::io::Error::new(
                     std::io::ErrorKind::InvalidData,
                     format!("{}: {e}", path.display()),
                 )
             })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
-            Err(e) => return Err(e),
+            None => 0,
         };
         Ok(ProducerIdAllocator {
+            disk: disk.clone(),
             path,
             state: Mutex::new((reserved_until, reserved_until)),
         })
@@ -39,7 +40,8 @@ impl ProducerIdAllocator {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if state.0 >= state.1 {
             let end = state.1 + BLOCK_SIZE;
-            write_file_durably(&self.path, end.to_string().as_bytes())?;
+            self.disk
+                .write_file_durably(&self.path, end.to_string().as_bytes())?;
             state.1 = end;
         }
         let id = state.0;
@@ -55,11 +57,11 @@ mod tests {
     #[test]
     fn ids_are_never_reused_across_restarts() {
         let dir = tempfile::tempdir().unwrap();
-        let first = ProducerIdAllocator::open(dir.path()).unwrap();
+        let first = ProducerIdAllocator::open(&Disk::real(), dir.path()).unwrap();
         assert_eq!(first.next_id().unwrap(), 0);
         assert_eq!(first.next_id().unwrap(), 1);
         drop(first);
-        let second = ProducerIdAllocator::open(dir.path()).unwrap();
+        let second = ProducerIdAllocator::open(&Disk::real(), dir.path()).unwrap();
         assert!(second.next_id().unwrap() >= 2);
     }
 }

@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
 use super::{BatchMetadata, ProducerEntry};
-use crate::storage::write_file_durably;
+use crate::disk::Disk;
 
 const VERSION: i16 = 1;
 const HEADER_BYTES: usize = 10;
@@ -26,16 +26,15 @@ pub fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {
 }
 
 /// Snapshot files of a partition directory as (offset, path), oldest first.
-pub fn list_snapshots(dir: &Path) -> std::io::Result<Vec<(i64, PathBuf)>> {
+pub fn list_snapshots(disk: &Disk, dir: &Path) -> std::io::Result<Vec<(i64, PathBuf)>> {
     let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if let Some(offset) = name
+    for entry in disk.list_dir(dir)? {
+        if let Some(offset) = entry
+            .name()
             .strip_suffix(SUFFIX)
             .and_then(|s| s.parse::<i64>().ok())
         {
-            found.push((offset, entry.path()));
+            found.push((offset, entry.path));
         }
     }
     found.sort();
@@ -116,26 +115,32 @@ fn decode_entry(e: &[u8]) -> ProducerEntry {
     }
 }
 
-pub fn write(dir: &Path, offset: i64, entries: &[&ProducerEntry]) -> std::io::Result<()> {
-    write_file_durably(&snapshot_path(dir, offset), &encode(entries))
+pub fn write(
+    disk: &Disk,
+    dir: &Path,
+    offset: i64,
+    entries: &[&ProducerEntry],
+) -> std::io::Result<()> {
+    disk.write_file_durably(&snapshot_path(dir, offset), &encode(entries))
 }
 
 /// The newest readable snapshot at or below `max_offset`; unreadable ones are deleted, as Kafka does.
-pub fn load_latest(dir: &Path, max_offset: i64) -> (i64, Vec<ProducerEntry>) {
-    let snapshots = list_snapshots(dir).unwrap_or_default();
+pub fn load_latest(disk: &Disk, dir: &Path, max_offset: i64) -> (i64, Vec<ProducerEntry>) {
+    let snapshots = list_snapshots(disk, dir).unwrap_or_default();
     for (offset, path) in snapshots.into_iter().rev() {
         if offset > max_offset {
-            let _ = std::fs::remove_file(&path);
+            let _ = disk.remove_file(&path);
             continue;
         }
-        match std::fs::read(&path)
+        match disk
+            .read(&path)
             .map_err(|e| e.to_string())
             .and_then(|b| decode(&b))
         {
             Ok(entries) => return (offset, entries),
             Err(e) => {
                 tracing::warn!(path = %path.display(), "deleting unreadable producer snapshot: {e}");
-                let _ = std::fs::remove_file(&path);
+                let _ = disk.remove_file(&path);
             }
         }
     }
@@ -143,11 +148,11 @@ pub fn load_latest(dir: &Path, max_offset: i64) -> (i64, Vec<ProducerEntry>) {
 }
 
 /// Keeps the newest `keep` snapshots.
-pub fn prune(dir: &Path, keep: usize) {
-    let snapshots = list_snapshots(dir).unwrap_or_default();
+pub fn prune(disk: &Disk, dir: &Path, keep: usize) {
+    let snapshots = list_snapshots(disk, dir).unwrap_or_default();
     let excess = snapshots.len().saturating_sub(keep);
     for (_, path) in snapshots.into_iter().take(excess) {
-        let _ = std::fs::remove_file(path);
+        let _ = disk.remove_file(&path);
     }
 }
 

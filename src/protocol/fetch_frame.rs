@@ -9,7 +9,7 @@
 //! written here with the real length after the chunks they frame. The result is byte for byte
 //! what `encode_response` writes with the records inline (see the tests).
 
-use std::fs::File;
+use crate::disk::File;
 use std::sync::Arc;
 
 use anyhow::{ensure, Context};

@@ -38,6 +38,7 @@ use mutation::TokenBucket;
 use rate::{SampledRate, WindowConfig};
 
 use crate::config::Config;
+use crate::disk::Disk;
 
 /// A client's measured rate is forgotten after this long without requests, as Kafka expires
 /// its quota sensors (`InactiveSensorExpirationTimeSeconds`).
@@ -102,13 +103,14 @@ pub struct QuotaManager {
     connection_rates: Mutex<Rates<IpAddr, SampledRate>>,
     /// Serialises AlterClientQuotas, so the file always holds the latest quotas.
     alter_lock: Mutex<()>,
+    disk: Disk,
     log_dir: PathBuf,
 }
 
 impl QuotaManager {
     /// Reads the quota file of the log directory (which must exist).
-    pub fn open(config: &Config) -> anyhow::Result<QuotaManager> {
-        let overrides = store::load(&config.log_dir)?;
+    pub fn open(config: &Config, disk: &Disk) -> anyhow::Result<QuotaManager> {
+        let overrides = store::load(disk, &config.log_dir)?;
         let static_defaults = [
             config.quota_producer_default_bytes_per_second,
             config.quota_consumer_default_bytes_per_second,
@@ -129,6 +131,7 @@ impl QuotaManager {
             mutation_buckets: Default::default(),
             connection_rates: Default::default(),
             alter_lock: Mutex::new(()),
+            disk: disk.clone(),
             log_dir: config.log_dir.clone(),
         };
         manager.install(overrides);
@@ -311,7 +314,7 @@ impl QuotaManager {
         if validate_only || altered == current {
             return results;
         }
-        match store::save(&self.log_dir, &altered) {
+        match store::save(&self.disk, &self.log_dir, &altered) {
             Ok(()) => {
                 tracing::info!(entities = altered.entities.len(), "client quotas altered");
                 self.install(altered);

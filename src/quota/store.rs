@@ -13,9 +13,11 @@
 //! byte outside `A-Z a-z 0-9 . _ -`), and `<default>` is the default entity, which no encoded
 //! name can be. Values are written in the shortest form that reads back to the same f64
 //! (`inf` for an unlimited DOUBLE quota). The
-//! file is replaced atomically (`write_file_durably`), never edited in place.
+//! file is replaced atomically (`Disk::write_file_durably`), never edited in place.
 
 use std::path::Path;
+
+use crate::disk::Disk;
 
 use super::entity::{EntityName, QuotaEntity, QuotaKey, QuotaOverrides};
 
@@ -24,19 +26,19 @@ const HEADER: &str = "version: 0";
 const DEFAULT_NAME: &str = "<default>";
 
 /// Reads the quota file; a missing file means no quotas.
-pub fn load(dir: &Path) -> anyhow::Result<QuotaOverrides> {
+pub fn load(disk: &Disk, dir: &Path) -> anyhow::Result<QuotaOverrides> {
     let path = dir.join(QUOTA_FILE_NAME);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(QuotaOverrides::default()),
+    let text = match disk.read_to_string_if_exists(&path) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Ok(QuotaOverrides::default()),
         Err(e) => return Err(anyhow::anyhow!("{}: {e}", path.display())),
     };
     parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 /// Replaces the quota file with `overrides`.
-pub fn save(dir: &Path, overrides: &QuotaOverrides) -> std::io::Result<()> {
-    crate::storage::write_file_durably(&dir.join(QUOTA_FILE_NAME), format(overrides).as_bytes())
+pub fn save(disk: &Disk, dir: &Path, overrides: &QuotaOverrides) -> std::io::Result<()> {
+    disk.write_file_durably(&dir.join(QUOTA_FILE_NAME), format(overrides).as_bytes())
 }
 
 pub fn format(overrides: &QuotaOverrides) -> String {
@@ -188,9 +190,12 @@ mod tests {
         assert_eq!(parse(&text).unwrap(), overrides);
 
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(load(dir.path()).unwrap(), QuotaOverrides::default());
-        save(dir.path(), &overrides).unwrap();
-        assert_eq!(load(dir.path()).unwrap(), overrides);
+        assert_eq!(
+            load(&Disk::real(), dir.path()).unwrap(),
+            QuotaOverrides::default()
+        );
+        save(&Disk::real(), dir.path(), &overrides).unwrap();
+        assert_eq!(load(&Disk::real(), dir.path()).unwrap(), overrides);
     }
 
     #[test]

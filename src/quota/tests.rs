@@ -10,7 +10,11 @@ use std::net::IpAddr;
 fn manager(dir: &std::path::Path, pairs: &[(&str, &str)]) -> QuotaManager {
     let mut all: Vec<(String, String)> = vec![("log.dirs".into(), dir.display().to_string())];
     all.extend(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    QuotaManager::open(&Config::from_pairs(&all).unwrap()).unwrap()
+    QuotaManager::open(
+        &Config::from_pairs(&all).unwrap(),
+        &crate::disk::Disk::real(),
+    )
+    .unwrap()
 }
 
 fn set_client(m: &QuotaManager, client: &str, key: &str, value: f64) {

@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 
 use crate::api::Broker;
 use crate::config::Config;
+use crate::disk::Disk;
 use crate::group::{GroupConfig, GroupCoordinator};
 use crate::network::serve_listener;
 use crate::quota::QuotaManager;
@@ -74,7 +75,17 @@ impl RunningBroker {
 }
 
 /// Opens the logs, binds, and starts serving in the background.
-pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<RunningBroker> {
+pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<RunningBroker> {
+    start_on(config, clock, Disk::real()).await
+}
+
+/// `start`, with every storage operation going through `disk` (tests pass one with a fault
+/// plan).
+pub async fn start_on(
+    mut config: Config,
+    clock: Arc<dyn Clock>,
+    disk: Disk,
+) -> anyhow::Result<RunningBroker> {
     let address = format!("{}:{}", config.listener.host, config.listener.port);
     let listener = TcpListener::bind(&address)
         .await
@@ -84,12 +95,16 @@ pub async fn start(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<
         config.advertised_listener.port = local_addr.port();
     }
     let config = Arc::new(config);
-    let logs = Arc::new(LogManager::open(config.clone(), clock.now_ms())?);
+    let logs = Arc::new(LogManager::open(
+        config.clone(),
+        disk.clone(),
+        clock.now_ms(),
+    )?);
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let store = Arc::new(ConsumerOffsetsStore::new(logs.clone(), clock.clone()));
     let groups = GroupCoordinator::new(group_config(&config), clock.clone(), store)
         .map_err(|e| anyhow::anyhow!("loading committed offsets from __consumer_offsets: {e}"))?;
-    let quotas = Arc::new(QuotaManager::open(&config)?);
+    let quotas = Arc::new(QuotaManager::open(&config, &disk)?);
     // At most `queued.max.request.bytes` of requests are held between reading and answering.
     let request_memory = usize::try_from(config.queued_max_request_bytes)
         .ok()

@@ -11,8 +11,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::layout::write_file_durably;
 use super::topic_config;
+use crate::disk::Disk;
 
 const BROKER_CONFIGS_FILE: &str = "sluice-broker-configs";
 const DEFAULT_ENTITY: &str = "default";
@@ -175,11 +175,9 @@ impl DynamicBrokerConfigs {
         merged
     }
 
-    pub fn read(dir: &Path) -> std::io::Result<DynamicBrokerConfigs> {
-        let text = match std::fs::read_to_string(dir.join(BROKER_CONFIGS_FILE)) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
-            Err(e) => return Err(e),
+    pub fn read(disk: &Disk, dir: &Path) -> std::io::Result<DynamicBrokerConfigs> {
+        let Some(text) = disk.read_to_string_if_exists(&dir.join(BROKER_CONFIGS_FILE))? else {
+            return Ok(Self::default());
         };
         let mut configs = DynamicBrokerConfigs::default();
         for line in text.lines() {
@@ -200,7 +198,7 @@ impl DynamicBrokerConfigs {
     }
 
     /// Replaces the file atomically (temp file, fsync, rename, fsync dir).
-    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+    pub fn write(&self, disk: &Disk, dir: &Path) -> std::io::Result<()> {
         let mut text = String::new();
         for (entity, configs) in &self.entities {
             let entity = if entity.is_empty() {
@@ -212,7 +210,7 @@ impl DynamicBrokerConfigs {
                 text.push_str(&format!("{entity} {key}={value}\n"));
             }
         }
-        write_file_durably(&dir.join(BROKER_CONFIGS_FILE), text.as_bytes())
+        disk.write_file_durably(&dir.join(BROKER_CONFIGS_FILE), text.as_bytes())
     }
 }
 
@@ -266,7 +264,10 @@ mod tests {
             map(&[("log.retention.ms", "3"), ("log.segment.bytes", "2")])
         );
         assert_eq!(configs.merged(2).get("log.retention.ms").unwrap(), "1");
-        configs.write(dir.path()).unwrap();
-        assert_eq!(DynamicBrokerConfigs::read(dir.path()).unwrap(), configs);
+        configs.write(&Disk::real(), dir.path()).unwrap();
+        assert_eq!(
+            DynamicBrokerConfigs::read(&Disk::real(), dir.path()).unwrap(),
+            configs
+        );
     }
 }

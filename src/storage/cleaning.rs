@@ -97,7 +97,11 @@ impl LogManager {
                 })
                 .collect()
         };
-        write_checkpoint(&self.log_dir.join(CLEANER_OFFSET_CHECKPOINT), &entries)
+        write_checkpoint(
+            &self.disk,
+            &self.log_dir.join(CLEANER_OFFSET_CHECKPOINT),
+            &entries,
+        )
     }
 }
 

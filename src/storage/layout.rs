@@ -2,8 +2,6 @@
 //! `meta.properties`, `.lock`, `partition.metadata`, `.kafka_cleanshutdown`, and the naming of
 //! partition directories.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -11,6 +9,7 @@ use base64::Engine;
 use uuid::Uuid;
 
 use crate::config::parse_properties;
+use crate::disk::{Disk, File};
 
 /// Kafka writes ids as 22-character unpadded base64url of the UUID's 16 bytes.
 pub fn encode_kafka_uuid(id: Uuid) -> String {
@@ -23,12 +22,8 @@ pub fn decode_kafka_uuid(text: &str) -> Option<Uuid> {
 }
 
 /// Takes an exclusive lock on `<dir>/.lock`, as Kafka does, so two brokers never share a directory.
-pub fn lock_directory(dir: &Path) -> anyhow::Result<File> {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(dir.join(".lock"))?;
+pub fn lock_directory(disk: &Disk, dir: &Path) -> anyhow::Result<File> {
+    let file = disk.open_or_create(&dir.join(".lock"))?;
     file.try_lock().map_err(|e| {
         anyhow::anyhow!(
             "log directory {} is in use by another process: {e}",
@@ -39,9 +34,13 @@ pub fn lock_directory(dir: &Path) -> anyhow::Result<File> {
 }
 
 /// Reads `meta.properties` (KRaft v1) or writes a new one; returns the cluster id.
-pub fn read_or_write_meta_properties(dir: &Path, node_id: i32) -> anyhow::Result<String> {
+pub fn read_or_write_meta_properties(
+    disk: &Disk,
+    dir: &Path,
+    node_id: i32,
+) -> anyhow::Result<String> {
     let path = dir.join("meta.properties");
-    if let Ok(text) = std::fs::read_to_string(&path) {
+    if let Ok(text) = disk.read_to_string(&path) {
         let props = parse_properties(&text);
         let get = |k: &str| {
             props
@@ -65,20 +64,20 @@ pub fn read_or_write_meta_properties(dir: &Path, node_id: i32) -> anyhow::Result
     let text = format!(
         "#\n#Written by sluice\nnode.id={node_id}\ndirectory.id={directory_id}\nversion=1\ncluster.id={cluster_id}\n"
     );
-    write_file_durably(&path, text.as_bytes())?;
+    disk.write_file_durably(&path, text.as_bytes())?;
     Ok(cluster_id)
 }
 
 /// `partition.metadata`: `version: 0` and the topic id. Written before any data is appended.
-pub fn write_partition_metadata(dir: &Path, topic_id: Uuid) -> std::io::Result<()> {
+pub fn write_partition_metadata(disk: &Disk, dir: &Path, topic_id: Uuid) -> std::io::Result<()> {
     let text = format!("version: 0\ntopic_id: {}\n", encode_kafka_uuid(topic_id));
-    write_file_durably(&dir.join("partition.metadata"), text.as_bytes())
+    disk.write_file_durably(&dir.join("partition.metadata"), text.as_bytes())
 }
 
 /// The topic id a partition directory's `partition.metadata` holds; `None` if it has none.
-pub fn read_topic_id(dir: &Path) -> anyhow::Result<Option<Uuid>> {
+pub fn read_topic_id(disk: &Disk, dir: &Path) -> anyhow::Result<Option<Uuid>> {
     let path = dir.join("partition.metadata");
-    let Ok(text) = std::fs::read_to_string(&path) else {
+    let Ok(text) = disk.read_to_string(&path) else {
         return Ok(None);
     };
     parse_properties(&text)
@@ -91,8 +90,12 @@ pub fn read_topic_id(dir: &Path) -> anyhow::Result<Option<Uuid>> {
 
 /// The topic id of a partition directory; one is written if the file is missing, reusing the
 /// id of the topic's other partitions when known.
-pub fn read_or_write_partition_metadata(dir: &Path, known: Option<Uuid>) -> anyhow::Result<Uuid> {
-    if let Some(id) = read_topic_id(dir)? {
+pub fn read_or_write_partition_metadata(
+    disk: &Disk,
+    dir: &Path,
+    known: Option<Uuid>,
+) -> anyhow::Result<Uuid> {
+    if let Some(id) = read_topic_id(disk, dir)? {
         if let Some(known) = known {
             if known != id {
                 anyhow::bail!(
@@ -104,22 +107,20 @@ pub fn read_or_write_partition_metadata(dir: &Path, known: Option<Uuid>) -> anyh
         return Ok(id);
     }
     let id = known.unwrap_or_else(Uuid::new_v4);
-    write_partition_metadata(dir, id)?;
+    write_partition_metadata(disk, dir, id)?;
     Ok(id)
 }
 
 /// `<topic>-<partition>` directories; anything else (the deleted `*-delete`, Kafka's `-future`
 /// and `-stray`, files) is not a live partition.
-pub fn partition_dirs(dir: &Path) -> std::io::Result<Vec<(String, i32, PathBuf)>> {
+pub fn partition_dirs(disk: &Disk, dir: &Path) -> std::io::Result<Vec<(String, i32, PathBuf)>> {
     let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        if !entry.file_type()?.is_dir() {
+    for entry in disk.list_dir(dir)? {
+        if !entry.is_dir {
             continue;
         }
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if let Some((topic, partition)) = parse_partition_dir_name(&name) {
-            found.push((topic, partition, entry.path()));
+        if let Some((topic, partition)) = parse_partition_dir_name(entry.name()) {
+            found.push((topic, partition, entry.path));
         }
     }
     Ok(found)
@@ -136,41 +137,21 @@ pub fn parse_partition_dir_name(name: &str) -> Option<(String, i32)> {
 }
 
 /// Finishes deletions interrupted by a crash.
-pub fn remove_deleted_topic_dirs(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
+pub fn remove_deleted_topic_dirs(disk: &Disk, dir: &Path) {
+    let Ok(entries) = disk.list_dir(dir) else {
         return;
     };
-    for entry in entries.flatten() {
-        if entry.file_name().to_string_lossy().ends_with("-delete") {
-            if let Err(e) = std::fs::remove_dir_all(entry.path()) {
-                tracing::warn!(dir = %entry.path().display(), "cannot remove deleted partition: {e}");
+    for entry in entries {
+        if entry.name().ends_with("-delete") {
+            if let Err(e) = disk.remove_dir_all(&entry.path) {
+                tracing::warn!(dir = %entry.path.display(), "cannot remove deleted partition: {e}");
             }
         }
     }
 }
 
-pub fn write_clean_shutdown_marker(path: &Path) -> std::io::Result<()> {
-    write_file_durably(path, br#"{"version":0,"brokerEpoch":0}"#)
-}
-
-/// Write to `<path>.tmp`, fsync, rename over `path`, fsync the directory: readers see the old
-/// file or the new one, never a torn one.
-pub fn write_file_durably(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension("tmp");
-    {
-        let mut file = File::create(&tmp)?;
-        file.write_all(contents)?;
-        file.sync_all()?;
-    }
-    std::fs::rename(&tmp, path)?;
-    if let Some(parent) = path.parent() {
-        fsync_dir(parent)?;
-    }
-    Ok(())
-}
-
-pub fn fsync_dir(dir: &Path) -> std::io::Result<()> {
-    File::open(dir)?.sync_all()
+pub fn write_clean_shutdown_marker(disk: &Disk, path: &Path) -> std::io::Result<()> {
+    disk.write_file_durably(path, br#"{"version":0,"brokerEpoch":0}"#)
 }
 
 #[cfg(test)]
@@ -200,8 +181,11 @@ mod tests {
     #[test]
     fn meta_properties_is_stable_and_checks_node_id() {
         let dir = tempfile::tempdir().unwrap();
-        let first = read_or_write_meta_properties(dir.path(), 1).unwrap();
-        assert_eq!(read_or_write_meta_properties(dir.path(), 1).unwrap(), first);
-        assert!(read_or_write_meta_properties(dir.path(), 2).is_err());
+        let first = read_or_write_meta_properties(&Disk::real(), dir.path(), 1).unwrap();
+        assert_eq!(
+            read_or_write_meta_properties(&Disk::real(), dir.path(), 1).unwrap(),
+            first
+        );
+        assert!(read_or_write_meta_properties(&Disk::real(), dir.path(), 2).is_err());
     }
 }

@@ -11,18 +11,17 @@ mod cleaning;
 pub mod consumer_offsets;
 mod layout;
 mod partition;
-pub mod topic_config;
-pub use layout::write_file_durably;
 mod topic;
+pub mod topic_config;
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::File;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 use uuid::Uuid;
 
 use crate::config::Config;
+use crate::disk::{Disk, File};
 use crate::log::checkpoint::{read_checkpoint, write_checkpoint};
 pub use crate::log::SegmentSlice;
 use crate::log::{LogError, OpenOptions, PartitionLog};
@@ -41,6 +40,9 @@ const CLEAN_SHUTDOWN_MARKER: &str = ".kafka_cleanshutdown";
 
 /// All partition logs of the broker's one log directory.
 pub struct LogManager {
+    /// Every file of the log directory is read and written through it; it also knows whether
+    /// the directory went offline after a storage failure.
+    disk: Disk,
     log_dir: PathBuf,
     /// The configuration from `server.properties` and the command line.
     config: Arc<Config>,
@@ -53,6 +55,8 @@ pub struct LogManager {
     producer_ids: ProducerIdAllocator,
     /// Where each compacted partition's cleaning has reached (`cleaner-offset-checkpoint`).
     cleaner_checkpoints: std::sync::Mutex<HashMap<(String, i32), i64>>,
+    /// Held while the checkpoints are written: two writers would share their `.tmp` files.
+    checkpoint_write: std::sync::Mutex<()>,
     /// Held by a cleaner pass: one at a time.
     cleaner_pass: std::sync::Mutex<()>,
     /// Set at shutdown: a pass stops after the partition it is on.
@@ -63,27 +67,32 @@ pub struct LogManager {
 
 impl LogManager {
     /// Opens the log directory, recovering every log when the last shutdown was not clean.
-    pub fn open(config: Arc<Config>, now_ms: i64) -> anyhow::Result<LogManager> {
+    pub fn open(config: Arc<Config>, disk: Disk, now_ms: i64) -> anyhow::Result<LogManager> {
         let log_dir = config.log_dir.clone();
-        std::fs::create_dir_all(&log_dir)?;
-        let lock_file = layout::lock_directory(&log_dir)?;
-        let cluster_id = layout::read_or_write_meta_properties(&log_dir, config.node_id)?;
+        disk.create_dir_all(&log_dir)?;
+        let lock_file = layout::lock_directory(&disk, &log_dir)?;
+        let cluster_id = layout::read_or_write_meta_properties(&disk, &log_dir, config.node_id)?;
         // Deleted before any log loads: a crash while loading must count as unclean.
         let marker = log_dir.join(CLEAN_SHUTDOWN_MARKER);
-        let clean_shutdown = marker.exists();
+        let clean_shutdown = disk.exists(&marker);
         if clean_shutdown {
-            std::fs::remove_file(&marker)?;
-            layout::fsync_dir(&log_dir)?;
+            disk.remove_file(&marker)?;
+            disk.sync_dir(&log_dir)?;
         }
-        let recovery_points =
-            checkpoint_map(read_checkpoint(&log_dir.join(RECOVERY_POINT_CHECKPOINT)));
-        let log_starts =
-            checkpoint_map(read_checkpoint(&log_dir.join(LOG_START_OFFSET_CHECKPOINT)));
+        let recovery_points = checkpoint_map(read_checkpoint(
+            &disk,
+            &log_dir.join(RECOVERY_POINT_CHECKPOINT),
+        ));
+        let log_starts = checkpoint_map(read_checkpoint(
+            &disk,
+            &log_dir.join(LOG_START_OFFSET_CHECKPOINT),
+        ));
         let cleaner_checkpoints = checkpoint_map(read_checkpoint(
+            &disk,
             &log_dir.join(cleaning::CLEANER_OFFSET_CHECKPOINT),
         ));
-        let topic_configs = topic::read_topic_configs(&log_dir)?;
-        let dynamic = DynamicBrokerConfigs::read(&log_dir)?;
+        let topic_configs = topic::read_topic_configs(&disk, &log_dir)?;
+        let dynamic = DynamicBrokerConfigs::read(&disk, &log_dir)?;
         // Kafka logs and skips dynamic configs it cannot apply rather than refusing to start.
         let effective = Arc::new(
             config
@@ -93,10 +102,10 @@ impl LogManager {
                     (*config).clone()
                 }),
         );
-        layout::remove_deleted_topic_dirs(&log_dir);
+        layout::remove_deleted_topic_dirs(&disk, &log_dir);
 
         let mut grouped: BTreeMap<String, Vec<(i32, PathBuf)>> = BTreeMap::new();
-        for (topic, partition, dir) in layout::partition_dirs(&log_dir)? {
+        for (topic, partition, dir) in layout::partition_dirs(&disk, &log_dir)? {
             grouped.entry(topic).or_default().push((partition, dir));
         }
         let mut topics = HashMap::new();
@@ -111,12 +120,12 @@ impl LogManager {
             // whichever partition that is.
             let mut topic_id = dirs
                 .iter()
-                .find_map(|(_, dir)| layout::read_topic_id(dir).ok().flatten());
+                .find_map(|(_, dir)| layout::read_topic_id(&disk, dir).ok().flatten());
             for (expected, (index, dir)) in dirs.into_iter().enumerate() {
                 if index != expected as i32 {
                     anyhow::bail!("topic {name}: partition directory {index} found where {expected} was expected");
                 }
-                let id = layout::read_or_write_partition_metadata(&dir, topic_id)?;
+                let id = layout::read_or_write_partition_metadata(&disk, &dir, topic_id)?;
                 topic_id.get_or_insert(id);
                 let key = (name.clone(), index);
                 let options = OpenOptions {
@@ -124,7 +133,7 @@ impl LogManager {
                     log_start_offset: log_starts.get(&key).copied().unwrap_or(0),
                     clean_shutdown,
                 };
-                let log = PartitionLog::open(&dir, log_config.clone(), options, now_ms)
+                let log = PartitionLog::open(&disk, &dir, log_config.clone(), options, now_ms)
                     .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
                 let partition =
                     Partition::new(name.clone(), index, dir.clone(), log).map_err(|e| {
@@ -140,14 +149,17 @@ impl LogManager {
         }
         tracing::info!(dir = %log_dir.display(), topics = topics.len(), clean_shutdown, "log directory loaded");
         let config_log_dir = log_dir.clone();
+        let producer_ids = ProducerIdAllocator::open(&disk, &config_log_dir)?;
         Ok(LogManager {
+            disk,
             log_dir,
             config,
             dynamic: RwLock::new((dynamic, effective)),
             cluster_id,
             topics: RwLock::new(topics),
-            producer_ids: ProducerIdAllocator::open(&config_log_dir)?,
+            producer_ids,
             cleaner_checkpoints: std::sync::Mutex::new(cleaner_checkpoints),
+            checkpoint_write: std::sync::Mutex::new(()),
             cleaner_pass: std::sync::Mutex::new(()),
             cleaner_stopping: std::sync::atomic::AtomicBool::new(false),
             _lock_file: lock_file,
@@ -192,7 +204,7 @@ impl LogManager {
             return Ok(());
         }
         dynamic
-            .write(&self.log_dir)
+            .write(&self.disk, &self.log_dir)
             .map_err(|e| BrokerConfigError::InvalidValue(format!("cannot persist: {e}")))?;
         let effective = Arc::new(effective);
         *self.dynamic.write().unwrap_or_else(|e| e.into_inner()) = (dynamic, effective.clone());
@@ -213,6 +225,17 @@ impl LogManager {
 
     pub fn producer_ids(&self) -> &ProducerIdAllocator {
         &self.producer_ids
+    }
+
+    /// The storage handle of the log directory.
+    pub fn disk(&self) -> &Disk {
+        &self.disk
+    }
+
+    /// True once a storage failure took the log directory offline: every partition answers
+    /// KAFKA_STORAGE_ERROR until a restart.
+    pub fn is_offline(&self) -> bool {
+        self.disk.is_offline()
     }
 
     pub fn cluster_id(&self) -> &str {
@@ -260,11 +283,27 @@ impl LogManager {
         // whose directories then fail is ignored at start-up and dropped by the next save.)
         let mut all = topic_config_maps(&topics);
         all.insert(name.to_string(), settings.overrides.to_map());
-        topic::write_topic_configs(&self.log_dir, &all)
+        topic::write_topic_configs(&self.disk, &self.log_dir, &all)
             .map_err(|e| TopicError::Storage(e.to_string()))?;
-        let partitions = (0..num_partitions)
+        let created = (0..num_partitions)
             .map(|index| self.open_new_partition(name, id, index, &settings, now_ms))
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<Vec<_>, _>>();
+        let partitions = match created {
+            Ok(partitions) => partitions,
+            Err(error) => {
+                // The partitions opened so far are closed by now: remove every directory of
+                // the failed topic, so a restart does not bring back a topic never created.
+                for index in 0..num_partitions {
+                    let dir = self.log_dir.join(format!("{name}-{index}"));
+                    if let Err(e) = self.disk.remove_dir_all(&dir) {
+                        if e.kind() != std::io::ErrorKind::NotFound {
+                            tracing::error!(dir = %dir.display(), "cannot remove a partition of a failed topic creation: {e}");
+                        }
+                    }
+                }
+                return Err(error);
+            }
+        };
         let topic = Arc::new(Topic::new(name.to_string(), id, partitions, settings));
         topics.insert(name.to_string(), topic.clone());
         tracing::info!(topic = name, partitions = num_partitions, %id, "created topic");
@@ -302,7 +341,9 @@ impl LogManager {
         // The new directories' entries in the log directory must be durable before the new
         // partitions take acknowledged writes. CreateTopics gets this fsync from its
         // `sluice-topic-configs` write; nothing else here writes to the log directory.
-        layout::fsync_dir(&self.log_dir).map_err(|e| TopicError::Storage(e.to_string()))?;
+        self.disk
+            .sync_dir(&self.log_dir)
+            .map_err(|e| TopicError::Storage(e.to_string()))?;
         let grown = Topic::new(
             topic.name.clone(),
             topic.id,
@@ -322,7 +363,7 @@ impl LogManager {
         let settings = configs.settings(&self.broker_config());
         let mut all = topic_config_maps(&topics);
         all.insert(name.to_string(), settings.overrides.to_map());
-        topic::write_topic_configs(&self.log_dir, &all)
+        topic::write_topic_configs(&self.disk, &self.log_dir, &all)
             .map_err(|e| TopicError::Storage(e.to_string()))?;
         apply_settings(topic, settings);
         tracing::info!(topic = name, "altered topic configs");
@@ -349,14 +390,14 @@ impl LogManager {
     ) -> Result<Arc<Partition>, TopicError> {
         let dir = self.log_dir.join(format!("{name}-{index}"));
         let open = || -> Result<Partition, LogError> {
-            std::fs::create_dir_all(&dir)?;
-            layout::write_partition_metadata(&dir, id)?;
+            self.disk.create_dir_all(&dir)?;
+            layout::write_partition_metadata(&self.disk, &dir, id)?;
             let options = OpenOptions {
                 recovery_point: 0,
                 log_start_offset: 0,
                 clean_shutdown: true,
             };
-            let log = PartitionLog::open(&dir, settings.log.clone(), options, now_ms)?;
+            let log = PartitionLog::open(&self.disk, &dir, settings.log.clone(), options, now_ms)?;
             Partition::new(name.to_string(), index, dir.clone(), log)
         };
         open()
@@ -368,7 +409,7 @@ impl LogManager {
         &self,
         topics: &HashMap<String, Arc<Topic>>,
     ) -> Result<(), TopicError> {
-        topic::write_topic_configs(&self.log_dir, &topic_config_maps(topics))
+        topic::write_topic_configs(&self.disk, &self.log_dir, &topic_config_maps(topics))
             .map_err(|e| TopicError::Storage(e.to_string()))
     }
 
@@ -387,11 +428,11 @@ impl LogManager {
                 partition.index,
                 topic.id.simple()
             ));
-            if let Err(e) = std::fs::rename(&partition.dir, &renamed) {
+            if let Err(e) = self.disk.rename(&partition.dir, &renamed) {
                 tracing::error!(dir = %partition.dir.display(), "cannot rename deleted partition: {e}");
                 continue;
             }
-            if let Err(e) = std::fs::remove_dir_all(&renamed) {
+            if let Err(e) = self.disk.remove_dir_all(&renamed) {
                 tracing::error!(dir = %renamed.display(), "cannot remove deleted partition: {e}");
             }
         }
@@ -442,6 +483,14 @@ impl LogManager {
 
     /// Writes the recovery-point and log-start-offset checkpoints (atomically, fsynced).
     pub fn write_checkpoints(&self) -> std::io::Result<()> {
+        if self.disk.is_offline() {
+            // Offline partitions answer no offsets: an empty checkpoint would lose them.
+            return Err(Disk::offline_error());
+        }
+        let _writing = self
+            .checkpoint_write
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let mut recovery = Vec::new();
         let mut starts = Vec::new();
         for partition in self.all_partitions() {
@@ -450,8 +499,16 @@ impl LogManager {
                 starts.push((partition.topic.clone(), partition.index, log_start));
             }
         }
-        write_checkpoint(&self.log_dir.join(RECOVERY_POINT_CHECKPOINT), &recovery)?;
-        write_checkpoint(&self.log_dir.join(LOG_START_OFFSET_CHECKPOINT), &starts)
+        write_checkpoint(
+            &self.disk,
+            &self.log_dir.join(RECOVERY_POINT_CHECKPOINT),
+            &recovery,
+        )?;
+        write_checkpoint(
+            &self.disk,
+            &self.log_dir.join(LOG_START_OFFSET_CHECKPOINT),
+            &starts,
+        )
     }
 
     /// Clean shutdown: close every log (flush, final time-index entry, trimmed indexes), write
@@ -470,7 +527,10 @@ impl LogManager {
         }
         self.write_checkpoints()?;
         if all_closed {
-            layout::write_clean_shutdown_marker(&self.log_dir.join(CLEAN_SHUTDOWN_MARKER))?;
+            layout::write_clean_shutdown_marker(
+                &self.disk,
+                &self.log_dir.join(CLEAN_SHUTDOWN_MARKER),
+            )?;
         }
         Ok(())
     }

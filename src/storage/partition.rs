@@ -22,6 +22,7 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 
 use super::topic::TopicSettings;
+use crate::disk::Disk;
 use crate::log::{LogError, PartitionLog, RetentionConfig, SegmentSlice};
 use crate::producer::{snapshot, ProducerStateManager, SequenceCheck, SequenceError};
 use crate::record_batch::header::BatchHeader;
@@ -328,11 +329,12 @@ impl Partition {
     fn snapshot_at_roll(&self, state: &PartitionState) {
         let entries: Vec<_> = state.producers.entries().collect();
         let offset = state.log.active_segment_base_offset();
-        if let Err(e) = snapshot::write(&self.dir, offset, &entries) {
+        let disk = state.log.disk();
+        if let Err(e) = snapshot::write(disk, &self.dir, offset, &entries) {
             // Recovery rebuilds producer state from the log without it; only restart time suffers.
             tracing::warn!(partition = %self, offset, "producer snapshot at roll failed: {e}");
         }
-        snapshot::prune(&self.dir, SNAPSHOTS_RETAINED);
+        snapshot::prune(disk, &self.dir, SNAPSHOTS_RETAINED);
     }
 
     /// A fetch's read: at most `max_bytes` from `fetch_offset`, up to what `isolation` may see
@@ -491,6 +493,11 @@ impl Partition {
     ) -> Result<T, PartitionError> {
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let state = guard.as_mut().ok_or(PartitionError::Deleted)?;
+        if state.log.disk().is_offline() {
+            // The log directory went offline after a storage failure: nothing is read or
+            // written until a restart recovers it.
+            return Err(PartitionError::Storage(Disk::offline_error()));
+        }
         f(state)
     }
 
@@ -511,8 +518,9 @@ impl Partition {
     pub(super) fn snapshot_producers(&self) -> Result<(), PartitionError> {
         self.with_state(|state| {
             let entries: Vec<_> = state.producers.entries().collect();
-            snapshot::write(&self.dir, state.log.log_end_offset(), &entries)?;
-            snapshot::prune(&self.dir, SNAPSHOTS_RETAINED);
+            let disk = state.log.disk();
+            snapshot::write(disk, &self.dir, state.log.log_end_offset(), &entries)?;
+            snapshot::prune(disk, &self.dir, SNAPSHOTS_RETAINED);
             Ok(())
         })
     }
@@ -523,7 +531,7 @@ fn rebuild_producer_state(
     log: &PartitionLog,
 ) -> Result<ProducerStateManager, LogError> {
     let log_end_offset = log.log_end_offset();
-    let (snapshot_offset, entries) = snapshot::load_latest(dir, log_end_offset);
+    let (snapshot_offset, entries) = snapshot::load_latest(log.disk(), dir, log_end_offset);
     let mut producers = ProducerStateManager::from_entries(entries);
     let mut offset = snapshot_offset.max(log.log_start_offset());
     while offset < log_end_offset {

@@ -13,8 +13,8 @@ use crate::log::{CleanerConfig, LogConfig, RetentionConfig};
 
 use super::partition::Partition;
 
-use super::layout::write_file_durably;
 use super::topic_config;
+use crate::disk::Disk;
 
 /// Where sluice keeps topic configs set at creation; Kafka keeps them in its metadata log.
 const TOPIC_CONFIGS_FILE: &str = "sluice-topic-configs";
@@ -306,12 +306,11 @@ impl Topic {
 
 /// Lines of `<topic> <key>=<value>`.
 pub fn read_topic_configs(
+    disk: &Disk,
     dir: &Path,
 ) -> std::io::Result<BTreeMap<String, BTreeMap<String, String>>> {
-    let text = match std::fs::read_to_string(dir.join(TOPIC_CONFIGS_FILE)) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(e) => return Err(e),
+    let Some(text) = disk.read_to_string_if_exists(&dir.join(TOPIC_CONFIGS_FILE))? else {
+        return Ok(BTreeMap::new());
     };
     let mut all: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     for line in text.lines() {
@@ -329,6 +328,7 @@ pub fn read_topic_configs(
 }
 
 pub fn write_topic_configs(
+    disk: &Disk,
     dir: &Path,
     all: &BTreeMap<String, BTreeMap<String, String>>,
 ) -> std::io::Result<()> {
@@ -338,7 +338,7 @@ pub fn write_topic_configs(
             text.push_str(&format!("{topic} {key}={value}\n"));
         }
     }
-    write_file_durably(&dir.join(TOPIC_CONFIGS_FILE), text.as_bytes())
+    disk.write_file_durably(&dir.join(TOPIC_CONFIGS_FILE), text.as_bytes())
 }
 
 #[cfg(test)]

@@ -17,8 +17,9 @@ use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 use kafka_protocol::records::Compression;
 use sluice::config::Config;
+use sluice::disk::{Disk, FaultPlan};
 use sluice::record_batch::encode::{self, PlainRecord};
-use sluice::server::{start, RunningBroker};
+use sluice::server::{start_on, RunningBroker};
 use sluice::storage::Partition;
 use sluice::time::{Clock, ManualClock, SystemClock};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -32,6 +33,8 @@ pub struct TestBroker {
     clock: Arc<dyn Clock>,
     /// The same clock when it is manual.
     manual_clock: Option<Arc<ManualClock>>,
+    /// The fault plan every start's `Disk` checks, when started with `start_with_faults`.
+    faults: Option<Arc<FaultPlan>>,
 }
 
 impl TestBroker {
@@ -47,10 +50,32 @@ impl TestBroker {
         Self::start_on(overrides, clock.clone(), Some(clock)).await
     }
 
+    /// A broker on the system clock whose storage operations check a fault plan (`faults`),
+    /// kept across restarts; each start gets a fresh `Disk`, so a restart brings an offline log
+    /// directory back (after recovery), as restarting the process would.
+    pub async fn start_with_faults(overrides: &[(&str, &str)]) -> TestBroker {
+        Self::start_with(
+            overrides,
+            Arc::new(SystemClock),
+            None,
+            Some(Arc::new(FaultPlan::new())),
+        )
+        .await
+    }
+
     async fn start_on(
         overrides: &[(&str, &str)],
         clock: Arc<dyn Clock>,
         manual_clock: Option<Arc<ManualClock>>,
+    ) -> TestBroker {
+        Self::start_with(overrides, clock, manual_clock, None).await
+    }
+
+    async fn start_with(
+        overrides: &[(&str, &str)],
+        clock: Arc<dyn Clock>,
+        manual_clock: Option<Arc<ManualClock>>,
+        faults: Option<Arc<FaultPlan>>,
     ) -> TestBroker {
         let dir = tempfile::tempdir().unwrap();
         let overrides: Vec<(String, String)> = overrides
@@ -63,6 +88,7 @@ impl TestBroker {
             overrides,
             clock,
             manual_clock,
+            faults,
         };
         test.restart_in_place().await;
         test
@@ -118,8 +144,31 @@ impl TestBroker {
         Config::from_pairs(&pairs).unwrap()
     }
 
+    /// The fault plan of a broker started with `start_with_faults`.
+    pub fn faults(&self) -> &FaultPlan {
+        self.faults
+            .as_ref()
+            .expect("started with start_with_faults")
+    }
+
     async fn restart_in_place(&mut self) {
-        self.broker = Some(start(self.config(), self.clock.clone()).await.unwrap());
+        let disk = match &self.faults {
+            Some(plan) => Disk::with_faults(plan.clone()),
+            None => Disk::real(),
+        };
+        self.broker = Some(
+            start_on(self.config(), self.clock.clone(), disk)
+                .await
+                .unwrap(),
+        );
+    }
+
+    /// Stops the broker and starts it again on the same directory, whether or not the stop
+    /// succeeded: a broker whose log directory went offline cannot close its logs cleanly, so
+    /// the start recovers them.
+    pub async fn restart_after_failure(&mut self) {
+        let _ = self.broker.take().unwrap().shutdown().await;
+        self.restart_in_place().await;
     }
 
     /// Graceful shutdown followed by a start on the same directory.

@@ -40,12 +40,12 @@
 //! transactions (sluice stores no transactional batches; control batches are kept as they are).
 
 use std::collections::HashSet;
-use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::segment::{delete_segment_files, segment_file, LogSegment, LOG_SUFFIX};
 use super::{LogError, PartitionLog};
+use crate::disk::Disk;
 
 mod rewrite;
 
@@ -98,13 +98,14 @@ struct SourceSegment {
     /// One past the greatest offset it can hold: the next segment's base offset.
     end_offset: i64,
     size_bytes: u64,
-    file: Arc<File>,
+    file: Arc<crate::disk::File>,
     path: PathBuf,
 }
 
 /// A round planned under the partition's lock (`PartitionLog::plan_cleaning`), to be written
 /// without it (`write`) and swapped in under it again (`PartitionLog::finish_cleaning`).
 pub struct CleaningRound {
+    disk: Disk,
     dir: PathBuf,
     first_dirty: i64,
     segment_bytes: u64,
@@ -122,6 +123,7 @@ pub struct CleaningRound {
 /// A written round: fsynced and checked `.log.cleaned` files, one per group of old segments.
 /// Dropping it deletes whatever was not swapped in.
 pub struct CleanedRound {
+    disk: Disk,
     groups: Vec<CleanedGroup>,
     next_dirty_offset: i64,
     segments_before: usize,
@@ -139,7 +141,7 @@ impl Drop for CleanedRound {
     fn drop(&mut self) {
         for group in &self.groups {
             // Swapped-in groups were renamed away: NotFound.
-            let _ = fs::remove_file(&group.cleaned_path);
+            let _ = self.disk.remove_file(&group.cleaned_path);
         }
     }
 }
@@ -196,6 +198,7 @@ impl PartitionLog {
             })
             .collect();
         Ok(Some(CleaningRound {
+            disk: self.disk.clone(),
             dir: self.dir.clone(),
             first_dirty,
             segment_bytes: self.config.segment_bytes,
@@ -296,21 +299,40 @@ impl PartitionLog {
     fn swap_in(&mut self, group: &CleanedGroup, now_ms: i64) -> Result<(), LogError> {
         let first_base = group.replaced[0].0;
         let swap_path = segment_file(&self.dir, first_base, SWAP_SUFFIX);
-        fs::rename(&group.cleaned_path, &swap_path)?;
-        sync_dir(&self.dir)?;
+        self.disk.rename(&group.cleaned_path, &swap_path)?;
+        // From here the old segments go away: a failure cannot be undone, so the log directory
+        // goes offline and a restart completes the swap from the `.swap` file (`recovery.rs`).
+        let swapped = self.swap_in_renamed(group, &swap_path, now_ms);
+        if let Err(error) = &swapped {
+            let error = std::io::Error::other(error.to_string());
+            self.disk.mark_offline(&swap_path, &error);
+        }
+        swapped
+    }
+
+    fn swap_in_renamed(
+        &mut self,
+        group: &CleanedGroup,
+        swap_path: &Path,
+        now_ms: i64,
+    ) -> Result<(), LogError> {
+        let first_base = group.replaced[0].0;
+        self.disk.sync_dir(&self.dir)?;
         for (base, _) in &group.replaced {
             self.inactive.remove(base);
-            delete_segment_files(&self.dir, *base)?;
+            delete_segment_files(&self.disk, &self.dir, *base)?;
         }
-        sync_dir(&self.dir)?;
-        fs::rename(&swap_path, segment_file(&self.dir, first_base, LOG_SUFFIX))?;
-        sync_dir(&self.dir)?;
+        self.disk.sync_dir(&self.dir)?;
+        self.disk
+            .rename(swap_path, &segment_file(&self.dir, first_base, LOG_SUFFIX))?;
+        self.disk.sync_dir(&self.dir)?;
         let next_base = self
             .inactive
             .range(first_base + 1..)
             .next()
             .map_or(self.active.base_offset(), |(base, _)| *base);
-        let (mut segment, _) = LogSegment::open(&self.dir, first_base, &self.config, now_ms)?;
+        let (mut segment, _) =
+            LogSegment::open(&self.disk, &self.dir, first_base, &self.config, now_ms)?;
         let recovered = segment.recover(&self.config, first_base, next_base)?;
         if recovered.truncated_bytes > 0 {
             // `write` checked every batch of the file, so this is a disk fault after the check.
@@ -320,8 +342,4 @@ impl PartitionLog {
         self.inactive.insert(first_base, segment);
         Ok(())
     }
-}
-
-fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    File::open(dir)?.sync_all()
 }

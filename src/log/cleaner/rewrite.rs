@@ -4,11 +4,11 @@
 //! a KIP-534 delete horizon, an empty batch where one must stay), are decided here.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use super::{CleanedGroup, CleanedRound, CleaningRound, SourceSegment};
+use crate::disk::{Disk, File, SequentialWriter};
 use crate::log::scan::{BatchScanner, ScanStep, RECOVERY_CHUNK_BYTES};
 use crate::log::segment::segment_file;
 use crate::log::LogError;
@@ -50,6 +50,7 @@ impl CleaningRound {
             return Ok(None);
         }
         let mut cleaned = CleanedRound {
+            disk: self.disk.clone(),
             groups: Vec::new(),
             next_dirty_offset: map.end_offset,
             segments_before: self.segments_before,
@@ -59,10 +60,7 @@ impl CleaningRound {
             let cleaned_path = segment_file(&self.dir, group[0].base_offset, CLEANED_SUFFIX);
             // Created new (a leftover means another round is writing), and registered before
             // it is written, so that a failure deletes the partial file too.
-            let file = File::options()
-                .write(true)
-                .create_new(true)
-                .open(&cleaned_path)?;
+            let file = self.disk.create_new(&cleaned_path)?;
             cleaned.groups.push(CleanedGroup {
                 replaced: group
                     .iter()
@@ -71,8 +69,13 @@ impl CleaningRound {
                 cleaned_path: cleaned_path.clone(),
                 records_removed: 0,
             });
-            let removed = self.write_group(&group, &map, file)?;
+            let removed = self.write_group(
+                &group,
+                &map,
+                self.disk.sequential_writer(file, &cleaned_path),
+            )?;
             check_written(
+                &self.disk,
                 &cleaned_path,
                 group[0].base_offset,
                 group_end_offset(&group),
@@ -178,7 +181,7 @@ impl CleaningRound {
         &self,
         group: &[&SourceSegment],
         map: &OffsetMap,
-        file: File,
+        file: SequentialWriter,
     ) -> Result<u64, LogError> {
         let mut removed = 0u64;
         let mut writer = BufWriter::new(file);
@@ -312,9 +315,9 @@ fn empty_batch(mut head: [u8; RECORD_BATCH_OVERHEAD]) -> Vec<u8> {
 
 /// Reads the written file back: whole batches, valid CRCs, offsets increasing from `base` and
 /// below `end`. A round never swaps in a file that recovery would truncate.
-fn check_written(path: &Path, base: i64, end: i64) -> Result<(), LogError> {
-    let file = File::open(path)?;
-    let size = file.metadata()?.len();
+fn check_written(disk: &Disk, path: &Path, base: i64, end: i64) -> Result<(), LogError> {
+    let file = disk.open_read(path)?;
+    let size = crate::disk::file_len(&file)?;
     let mut next = base;
     for_each_batch(&file, size, path, |header, _| {
         if header.base_offset < next || header.last_offset() >= end {

@@ -62,7 +62,7 @@ impl LogSegment {
         let truncated_bytes = file_len - valid_bytes;
         if truncated_bytes > 0 {
             tracing::warn!(path = %self.log_path.display(), valid_bytes, truncated_bytes, "truncating segment during recovery");
-            self.log.set_len(valid_bytes)?;
+            self.disk.set_len(&self.log, &self.log_path, valid_bytes)?;
         }
         self.size_bytes = valid_bytes;
         self.bytes_since_last_index_entry = valid_bytes - last_index_entry_position;

@@ -154,7 +154,14 @@ fn offsets_outside_the_log_are_out_of_range() {
         log_start_offset: 10,
         clean_shutdown: true,
     };
-    let mut log = PartitionLog::open(dir.path(), small_config(), options, 0).expect("open");
+    let mut log = PartitionLog::open(
+        &crate::disk::Disk::real(),
+        dir.path(),
+        small_config(),
+        options,
+        0,
+    )
+    .expect("open");
     assert_eq!((log.log_start_offset(), log.log_end_offset()), (10, 10));
     assert_eq!(segment_files(dir.path()), vec![10]);
     append_batches(&mut log, 2, 3, 10);

@@ -84,7 +84,7 @@ pub(crate) fn open(
         log_start_offset: 0,
         clean_shutdown,
     };
-    PartitionLog::open(dir, config.clone(), options, 0).expect("open")
+    PartitionLog::open(&crate::disk::Disk::real(), dir, config.clone(), options, 0).expect("open")
 }
 
 /// Every batch header readable from the log start offset up to the log end offset, fetched the

@@ -284,7 +284,14 @@ fn log_start_checkpoint_beyond_the_log_end_starts_over() {
         log_start_offset: 50,
         clean_shutdown: true,
     };
-    let mut log = PartitionLog::open(dir.path(), config.clone(), options, 0).expect("open");
+    let mut log = PartitionLog::open(
+        &crate::disk::Disk::real(),
+        dir.path(),
+        config.clone(),
+        options,
+        0,
+    )
+    .expect("open");
     assert_eq!((log.log_start_offset(), log.log_end_offset()), (50, 50));
     assert_eq!(segment_files(dir.path()), vec![50]);
     assert_eq!(
@@ -306,7 +313,8 @@ fn log_start_checkpoint_beyond_the_log_end_starts_over() {
     append_batches(&mut log, 5, 2, 40);
     log.close().expect("close");
     drop(log);
-    let log = PartitionLog::open(dir2.path(), config, options, 0).expect("open");
+    let log = PartitionLog::open(&crate::disk::Disk::real(), dir2.path(), config, options, 0)
+        .expect("open");
     assert_eq!((log.log_start_offset(), log.log_end_offset()), (3, 10));
     assert_eq!(read_all(&log).first().map(|h| h.base_offset), Some(2));
 }

@@ -295,7 +295,14 @@ fn reopening_removes_deleted_files_after_clean_and_unclean_shutdown() {
             log_start_offset,
             clean_shutdown,
         };
-        let log = PartitionLog::open(dir.path(), three_batch_config(), options, 0).expect("reopen");
+        let log = PartitionLog::open(
+            &crate::disk::Disk::real(),
+            dir.path(),
+            three_batch_config(),
+            options,
+            0,
+        )
+        .expect("reopen");
         assert!(
             deleted_files(dir.path()).is_empty(),
             "clean: {clean_shutdown}"
@@ -367,8 +374,14 @@ fn reopening_keeps_a_log_start_offset_inside_a_segment() {
             log_start_offset: checkpointed,
             clean_shutdown,
         };
-        let mut log =
-            PartitionLog::open(dir.path(), three_batch_config(), options, 0).expect("reopen");
+        let mut log = PartitionLog::open(
+            &crate::disk::Disk::real(),
+            dir.path(),
+            three_batch_config(),
+            options,
+            0,
+        )
+        .expect("reopen");
         assert_eq!(log.log_start_offset(), 4, "clean: {clean_shutdown}");
         assert_eq!(log.log_end_offset(), 9);
         assert_out_of_range(&log, 3);

@@ -116,7 +116,14 @@ fn log_start_offset_hides_earlier_records_from_timestamp_lookups() {
         log_start_offset,
         clean_shutdown: true,
     };
-    let log = PartitionLog::open(dir.path(), small_config(), options, 0).expect("open");
+    let log = PartitionLog::open(
+        &crate::disk::Disk::real(),
+        dir.path(),
+        small_config(),
+        options,
+        0,
+    )
+    .expect("open");
     let visible: Vec<_> = records
         .iter()
         .filter(|(o, _)| *o >= log_start_offset)

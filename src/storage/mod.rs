@@ -10,9 +10,9 @@ pub mod broker_config;
 mod cleaning;
 pub mod consumer_offsets;
 mod layout;
-pub mod topic_config;
 pub use layout::write_file_durably;
 mod topic;
+mod topic_settings;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
@@ -27,9 +27,9 @@ use crate::log::{LogError, OpenOptions, PartitionLog};
 use crate::producer::id_allocator::ProducerIdAllocator;
 use broker_config::{BrokerConfigError, DynamicBrokerConfigs};
 pub use topic::{
-    validate_topic_name, Partition, PartitionError, PartitionState, Topic, TopicConfigs,
-    TopicError, TopicSettings,
+    validate_topic_name, Partition, PartitionError, PartitionState, Topic, TopicError,
 };
+pub use topic_settings::{TopicConfigs, TopicSettings};
 
 const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
 const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";

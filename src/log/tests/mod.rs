@@ -16,6 +16,7 @@ use kafka_protocol::records::Compression;
 use super::batch::{set_base_offset, BatchHeader, BatchIter};
 use super::encode::{self, PlainRecord};
 use super::{LogConfig, OpenOptions, PartitionLog};
+use crate::config::Config;
 
 #[derive(Debug, Clone)]
 pub(crate) struct BatchSpec {
@@ -69,7 +70,7 @@ pub(crate) fn small_config() -> LogConfig {
         segment_bytes: 2_000,
         index_interval_bytes: 300,
         max_index_size_bytes: 1_200,
-        ..LogConfig::default()
+        ..LogConfig::from_topic(&Config::default().topic_values())
     }
 }
 

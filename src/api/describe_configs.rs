@@ -231,8 +231,10 @@ fn kafka_defaults() -> std::collections::BTreeMap<String, String> {
 fn default_broker_configs(default: &std::collections::BTreeMap<String, String>) -> Vec<Resolved> {
     let mut all = default.clone();
     // As in topic_config::resolve: a Kafka 4.1 cluster stores this one at format time.
-    all.entry("min.insync.replicas".to_string())
-        .or_insert_with(|| "1".to_string());
+    if let Some(def) = topic_config::find("min.insync.replicas") {
+        all.entry(def.name.to_string())
+            .or_insert_with(|| def.default.to_string());
+    }
     all.into_iter()
         .map(|(name, value)| {
             let known = broker_config::is_known(&name);

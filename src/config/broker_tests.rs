@@ -152,8 +152,7 @@ fn server_properties_lists_every_used_key_with_the_tables_default() {
     for setting in BROKER {
         let listed = file.iter().any(|(k, _)| k == setting.name);
         let synonym = topic::broker_synonym(setting.name).is_some();
-        if setting.is_used() && !synonym && setting.default().is_some() && setting.name != "log.dir"
-        {
+        if setting.is_used() && !synonym && setting.default().is_some() {
             assert!(listed, "{} is missing from server.properties", setting.name);
         }
     }

@@ -59,8 +59,32 @@ fn the_dynamic_rows_are_exactly_the_topic_configs_broker_synonyms() {
     );
 }
 
+/// What `f` logs, as text.
+fn logged(f: impl FnOnce()) -> String {
+    #[derive(Clone, Default)]
+    struct Buffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Buffer {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let buffer = Buffer::default();
+    let writer = buffer.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    tracing::subscriber::with_default(subscriber, f);
+    let bytes = buffer.0.lock().unwrap().clone();
+    String::from_utf8(bytes).unwrap()
+}
+
 #[test]
-fn ignored_keys_are_accepted_and_change_nothing() {
+fn ignored_keys_are_accepted_logged_and_change_nothing() {
     let ignored: Vec<&str> = BROKER
         .iter()
         .filter(|s| !s.is_used())
@@ -68,10 +92,20 @@ fn ignored_keys_are_accepted_and_change_nothing() {
         .collect();
     assert!(ignored.contains(&"process.roles") && ignored.contains(&"num.io.threads"));
     for key in ignored {
-        let config = Config::from_pairs(&[(key.to_string(), "anything at all".to_string())])
-            .unwrap_or_else(|e| panic!("{key}: {e}"));
-        assert_eq!(config.node_id, Config::default().node_id);
+        let log = logged(|| {
+            let config = Config::from_pairs(&[(key.to_string(), "anything at all".to_string())])
+                .unwrap_or_else(|e| panic!("{key}: {e}"));
+            assert_eq!(config.node_id, Config::default().node_id);
+        });
+        assert!(
+            log.contains("ignoring Kafka setting") && log.contains(key),
+            "{key}: {log}"
+        );
     }
+    let log = logged(|| {
+        Config::from_pairs(&[("no.such.key".to_string(), "1".to_string())]).unwrap();
+    });
+    assert!(log.contains("ignoring unknown setting"), "{log}");
 }
 
 #[test]

@@ -37,7 +37,8 @@ type Apply = fn(&mut Config, &str, &str) -> Result<(), ConfigError>;
 /// What DescribeConfigs reports for the node's broker resource.
 #[derive(Clone, Copy)]
 enum Show {
-    /// Not listed (unless it is a topic synonym set in some layer).
+    /// Not listed by its row. (DescribeConfigs lists every topic synonym anyway: one in its
+    /// topic config's unit always, one in another unit when a layer sets it.)
     No,
     /// Listed with the value in force, read from `Config`.
     Value(fn(&Config) -> String),

@@ -39,7 +39,7 @@ fn batch_of(count: usize, compression: Compression) -> Bytes {
 fn open_log(dir: &std::path::Path) -> PartitionLog {
     let config = LogConfig {
         segment_bytes: 256 << 20,
-        ..LogConfig::default()
+        ..LogConfig::from_topic(&sluice::config::Config::default().topic_values())
     };
     let options = OpenOptions {
         recovery_point: 0,

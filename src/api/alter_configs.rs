@@ -2,7 +2,7 @@
 //! topic's whole set of overrides; IncrementalAlterConfigs applies SET, DELETE, APPEND and
 //! SUBTRACT to them. Either way the result is validated as a whole, applied at once, and
 //! persisted. Broker resources (this node's id, or "" for the cluster-wide default) take
-//! dynamic broker configs the same two ways; `storage::broker_config` says which keys may
+//! dynamic broker configs the same two ways; `config::broker` says which keys may
 //! change.
 
 use std::collections::{BTreeMap, HashSet};
@@ -17,7 +17,7 @@ use kafka_protocol::ResponseError;
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::errors::{code, topic_error_code};
 use super::Broker;
-use crate::storage::topic_config::{self, ConfigType};
+use crate::config::topic::{self as topic_config, ConfigType};
 use crate::storage::TopicConfigs;
 
 type Outcome = Result<(), (i16, String)>;

@@ -14,9 +14,9 @@ use kafka_protocol::ResponseError;
 
 use super::errors::code;
 use super::Broker;
-use crate::config::{Config, Endpoint};
-use crate::storage::broker_config;
-use crate::storage::topic_config::{self, source, ConfigType, Resolved};
+use crate::config::broker::{self as broker_config, BROKER};
+use crate::config::topic::{self as topic_config, source, ConfigType, Resolved};
+use crate::config::Config;
 
 pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;
@@ -231,8 +231,10 @@ fn kafka_defaults() -> std::collections::BTreeMap<String, String> {
 fn default_broker_configs(default: &std::collections::BTreeMap<String, String>) -> Vec<Resolved> {
     let mut all = default.clone();
     // As in topic_config::resolve: a Kafka 4.1 cluster stores this one at format time.
-    all.entry("min.insync.replicas".to_string())
-        .or_insert_with(|| "1".to_string());
+    if let Some(def) = topic_config::find("min.insync.replicas") {
+        all.entry(def.name.to_string())
+            .or_insert_with(|| def.default.to_string());
+    }
     all.into_iter()
         .map(|(name, value)| {
             let known = broker_config::is_known(&name);
@@ -261,104 +263,11 @@ fn default_broker_configs(default: &std::collections::BTreeMap<String, String>) 
         .collect()
 }
 
-/// The broker settings DescribeConfigs reports for this node: (name, value, type). Values are
-/// the ones in force.
+/// The broker settings DescribeConfigs reports for this node: (name, value, type), from the
+/// broker table's listed rows. Values are the ones in force.
 fn describe_broker_configs(config: &Config) -> Vec<(String, String, ConfigType)> {
-    use ConfigType::{Boolean, Int, Long};
-    let log = &config.log;
-    let listener = |e: &Endpoint| format!("PLAINTEXT://{e}");
-    let entries: Vec<(&'static str, std::string::String, ConfigType)> = vec![
-        (
-            "advertised.listeners",
-            listener(&config.advertised_listener),
-            ConfigType::String,
-        ),
-        (
-            "auto.create.topics.enable",
-            config.auto_create_topics_enable.to_string(),
-            Boolean,
-        ),
-        (
-            "default.replication.factor",
-            config.default_replication_factor.to_string(),
-            Int,
-        ),
-        ("fetch.max.bytes", config.fetch_max_bytes.to_string(), Int),
-        ("listeners", listener(&config.listener), ConfigType::String),
-        (
-            "log.dirs",
-            config.log_dir.display().to_string(),
-            ConfigType::String,
-        ),
-        (
-            "log.flush.interval.messages",
-            log.flush_interval_messages.to_string(),
-            Long,
-        ),
-        (
-            "log.flush.interval.ms",
-            log.flush_interval_ms.to_string(),
-            Long,
-        ),
-        (
-            "log.flush.offset.checkpoint.interval.ms",
-            config.log_flush_offset_checkpoint_interval_ms.to_string(),
-            Int,
-        ),
-        (
-            "log.flush.scheduler.interval.ms",
-            config.log_flush_scheduler_interval_ms.to_string(),
-            Long,
-        ),
-        (
-            "log.index.interval.bytes",
-            log.index_interval_bytes.to_string(),
-            Int,
-        ),
-        (
-            "log.index.size.max.bytes",
-            log.max_index_size_bytes.to_string(),
-            Int,
-        ),
-        (
-            "log.message.timestamp.after.max.ms",
-            config.log_message_timestamp_after_max_ms.to_string(),
-            Long,
-        ),
-        (
-            "log.message.timestamp.before.max.ms",
-            config.log_message_timestamp_before_max_ms.to_string(),
-            Long,
-        ),
-        ("log.roll.ms", log.segment_ms.to_string(), Long),
-        ("log.segment.bytes", log.segment_bytes.to_string(), Int),
-        ("max.connections", config.max_connections.to_string(), Int),
-        (
-            "message.max.bytes",
-            config.message_max_bytes.to_string(),
-            Int,
-        ),
-        ("node.id", config.node_id.to_string(), Int),
-        ("num.partitions", config.num_partitions.to_string(), Int),
-        (
-            "queued.max.request.bytes",
-            config.queued_max_request_bytes.to_string(),
-            Long,
-        ),
-        ("quota.window.num", config.quota_window_num.to_string(), Int),
-        (
-            "quota.window.size.seconds",
-            config.quota_window_size_seconds.to_string(),
-            Int,
-        ),
-        (
-            "socket.request.max.bytes",
-            config.socket_request_max_bytes.to_string(),
-            Int,
-        ),
-    ];
-    entries
-        .into_iter()
-        .map(|(name, value, kind)| (name.to_string(), value, kind))
+    BROKER
+        .iter()
+        .filter_map(|s| Some((s.name.to_string(), s.shown(config)?, s.kind())))
         .collect()
 }

@@ -46,6 +46,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::sync::{watch, Notify};
 
+use crate::config::Config;
 use crate::time::Clock;
 use context::Ctx;
 use records::RecordKey;
@@ -62,7 +63,7 @@ const OFFSETS_RETENTION_CHECK_INTERVAL_MS: i64 = 600_000;
 /// noticed within a minute.
 const MAX_TIMER_SLEEP_MS: i64 = 60_000;
 
-/// Group coordinator settings, with Kafka's names and defaults.
+/// Group coordinator settings, with Kafka's names.
 #[derive(Debug, Clone)]
 pub struct GroupConfig {
     /// `group.min.session.timeout.ms`
@@ -79,15 +80,16 @@ pub struct GroupConfig {
     pub group_max_size: usize,
 }
 
-impl Default for GroupConfig {
-    fn default() -> GroupConfig {
+impl GroupConfig {
+    /// The coordinator's settings from the broker's (the broker table holds their defaults).
+    pub fn from_broker(config: &Config) -> GroupConfig {
         GroupConfig {
-            group_min_session_timeout_ms: 6_000,
-            group_max_session_timeout_ms: 1_800_000,
-            group_initial_rebalance_delay_ms: 3_000,
-            offset_metadata_max_bytes: 4096,
-            offsets_retention_ms: 10_080 * 60_000,
-            group_max_size: i32::MAX as usize,
+            group_min_session_timeout_ms: config.group_min_session_timeout_ms,
+            group_max_session_timeout_ms: config.group_max_session_timeout_ms,
+            group_initial_rebalance_delay_ms: config.group_initial_rebalance_delay_ms,
+            offset_metadata_max_bytes: config.offset_metadata_max_bytes,
+            offsets_retention_ms: config.offsets_retention_minutes.saturating_mul(60_000),
+            group_max_size: config.group_max_size,
         }
     }
 }

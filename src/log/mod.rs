@@ -32,6 +32,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
+use crate::config::topic::TopicValues;
 use crate::record_batch::header::{
     crc_is_valid, set_base_offset, set_log_append_time, set_partition_leader_epoch, BatchHeader,
     RECORD_BATCH_OVERHEAD,
@@ -64,15 +65,19 @@ pub struct LogConfig {
     pub flush_interval_ms: i64,
 }
 
-impl Default for LogConfig {
-    fn default() -> Self {
+impl LogConfig {
+    /// A topic's log settings from its config values (`config::topic`, the one place their
+    /// defaults are written).
+    pub fn from_topic(values: &TopicValues) -> LogConfig {
+        // The table's checks keep these at or above 0.
+        let bytes = |name: &str| values.i64(name).max(0) as u64;
         LogConfig {
-            segment_bytes: 1_073_741_824,
-            segment_ms: 604_800_000,
-            index_interval_bytes: 4096,
-            max_index_size_bytes: 10_485_760,
-            flush_interval_messages: u64::MAX,
-            flush_interval_ms: i64::MAX,
+            segment_bytes: bytes("segment.bytes"),
+            segment_ms: values.i64("segment.ms"),
+            index_interval_bytes: bytes("index.interval.bytes"),
+            max_index_size_bytes: bytes("segment.index.bytes"),
+            flush_interval_messages: bytes("flush.messages"),
+            flush_interval_ms: values.i64("flush.ms"),
         }
     }
 }

@@ -16,6 +16,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
+use crate::config::topic::TopicValues;
+
 use super::segment::{
     segment_file, LogSegment, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
 };
@@ -42,13 +44,17 @@ pub struct RetentionConfig {
     pub file_delete_delay_ms: i64,
 }
 
-impl Default for RetentionConfig {
-    /// Kafka's defaults.
-    fn default() -> Self {
+impl RetentionConfig {
+    /// A topic's retention from its config values. Time and size retention apply only where the
+    /// cleanup policy includes `delete`; a compact-only topic keeps what the cleaner leaves.
+    pub fn from_topic(values: &TopicValues) -> RetentionConfig {
+        let delete = values.includes("cleanup.policy", "delete");
+        let pick = |name: &str| if delete { values.i64(name) } else { -1 };
         RetentionConfig {
-            retention_ms: 604_800_000,
-            retention_bytes: -1,
-            file_delete_delay_ms: 60_000,
+            // A negative time in another unit (`log.retention.hours=-1`) is forever too.
+            retention_ms: pick("retention.ms").max(-1),
+            retention_bytes: pick("retention.bytes"),
+            file_delete_delay_ms: values.i64("file.delete.delay.ms"),
         }
     }
 }

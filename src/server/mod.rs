@@ -102,7 +102,7 @@ pub async fn start_on(
     )?);
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let store = Arc::new(ConsumerOffsetsStore::new(logs.clone(), clock.clone()));
-    let groups = GroupCoordinator::new(group_config(&config), clock.clone(), store)
+    let groups = GroupCoordinator::new(GroupConfig::from_broker(&config), clock.clone(), store)
         .map_err(|e| anyhow::anyhow!("loading committed offsets from __consumer_offsets: {e}"))?;
     let quotas = Arc::new(QuotaManager::open(&config, &disk)?);
     // At most `queued.max.request.bytes` of requests are held between reading and answering.
@@ -159,17 +159,6 @@ pub async fn start_on(
         shutdown: shutdown_tx,
         task,
     })
-}
-
-fn group_config(config: &Config) -> GroupConfig {
-    GroupConfig {
-        group_min_session_timeout_ms: config.group_min_session_timeout_ms,
-        group_max_session_timeout_ms: config.group_max_session_timeout_ms,
-        group_initial_rebalance_delay_ms: config.group_initial_rebalance_delay_ms,
-        offset_metadata_max_bytes: config.offset_metadata_max_bytes,
-        offsets_retention_ms: config.offsets_retention_minutes.saturating_mul(60_000),
-        group_max_size: config.group_max_size,
-    }
 }
 
 /// One retention check: segments past retention go, and idle producers are forgotten.

@@ -12,7 +12,7 @@ pub mod consumer_offsets;
 mod layout;
 mod partition;
 mod topic;
-pub mod topic_config;
+mod topic_settings;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -32,7 +32,8 @@ pub use partition::{
     ActiveProducer, Isolation, LogStats, Partition, PartitionError, PartitionOffsets,
     PartitionRead, ProducedBatch,
 };
-pub use topic::{validate_topic_name, Topic, TopicConfigs, TopicError, TopicSettings};
+pub use topic::{validate_topic_name, Topic, TopicError};
+pub use topic_settings::{TopicConfigs, TopicSettings};
 
 const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
 const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";

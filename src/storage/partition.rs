@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use tokio::sync::Notify;
 
-use super::topic::TopicSettings;
+use super::topic_settings::TopicSettings;
 use crate::disk::Disk;
 use crate::log::{LogError, PartitionLog, RetentionConfig, SegmentSlice};
 use crate::producer::{snapshot, ProducerStateManager, SequenceCheck, SequenceError};

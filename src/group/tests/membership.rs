@@ -297,7 +297,7 @@ async fn rejoin_of_a_stable_follower_with_same_metadata_keeps_the_generation() {
 async fn group_max_size_is_enforced() {
     let h = Harness::with_config(GroupConfig {
         group_max_size: 1,
-        ..GroupConfig::default()
+        ..GroupConfig::from_broker(&Config::default())
     });
     let (_ids, _) = h.stable_group("g", 1).await;
     let first = h.join(join_request("g", ""), 5).await;

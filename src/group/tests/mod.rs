@@ -26,6 +26,7 @@ use kafka_protocol::protocol::{Encodable, StrBytes};
 use tokio::task::JoinHandle;
 
 use super::{GroupConfig, GroupCoordinator, OffsetStore, StoreError};
+use crate::config::Config;
 use crate::time::Clock;
 
 pub(super) const SESSION_TIMEOUT_MS: i32 = 10_000;
@@ -73,7 +74,7 @@ pub(super) struct Harness {
 
 impl Harness {
     pub fn new() -> Harness {
-        Harness::with_config(GroupConfig::default())
+        Harness::with_config(GroupConfig::from_broker(&Config::default()))
     }
 
     pub fn with_config(config: GroupConfig) -> Harness {
@@ -89,7 +90,7 @@ impl Harness {
 
     /// A new coordinator over the same store and clock, as after a broker restart.
     pub fn restart(&self) -> Harness {
-        self.restart_with(GroupConfig::default())
+        self.restart_with(GroupConfig::from_broker(&Config::default()))
     }
 
     pub fn restart_with(&self, config: GroupConfig) -> Harness {

@@ -126,7 +126,7 @@ async fn fetch_several_groups_at_v8() {
 async fn metadata_too_large_fails_only_that_partition() {
     let h = Harness::with_config(GroupConfig {
         offset_metadata_max_bytes: 4,
-        ..GroupConfig::default()
+        ..GroupConfig::from_broker(&Config::default())
     });
     let mut request = commit_request("g", "", -1, "topic", &[0, 1], 5);
     request.topics[0].partitions[1].committed_metadata =
@@ -295,7 +295,7 @@ async fn offset_delete_refuses_subscribed_topics() {
 async fn offsets_of_a_simple_group_expire_and_the_group_goes() {
     let h = Harness::with_config(GroupConfig {
         offsets_retention_ms: 1_000,
-        ..GroupConfig::default()
+        ..GroupConfig::from_broker(&Config::default())
     });
     h.commit(commit_request("g", "", -1, "topic", &[0], 1), 8);
     h.advance(RETENTION_CHECK_MS).await;
@@ -321,7 +321,7 @@ async fn offsets_of_a_simple_group_expire_and_the_group_goes() {
 async fn offsets_expire_after_the_group_became_empty() {
     let h = Harness::with_config(GroupConfig {
         offsets_retention_ms: RETENTION_CHECK_MS + 100_000,
-        ..GroupConfig::default()
+        ..GroupConfig::from_broker(&Config::default())
     });
     let (ids, generation_id) = h.stable_group("g", 1).await;
     h.commit(

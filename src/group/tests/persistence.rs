@@ -257,7 +257,7 @@ async fn offsets_of_a_restored_empty_group_expire_from_when_it_emptied() {
     let retention_ms = 1_000_000;
     let config = GroupConfig {
         offsets_retention_ms: retention_ms,
-        ..GroupConfig::default()
+        ..GroupConfig::from_broker(&Config::default())
     };
     let h = Harness::with_config(config.clone());
     let (ids, generation_id) = h.stable_group("g", 1).await;

@@ -43,6 +43,8 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::config::topic::TopicValues;
+
 use super::segment::{delete_segment_files, segment_file, LogSegment, LOG_SUFFIX};
 use super::{LogError, PartitionLog};
 use crate::disk::Disk;
@@ -67,15 +69,16 @@ pub struct CleanerConfig {
     pub dedupe_buffer_bytes: u64,
 }
 
-impl Default for CleanerConfig {
-    /// Kafka's defaults.
-    fn default() -> Self {
+impl CleanerConfig {
+    /// A compacted topic's cleaner settings from its config values and the broker's
+    /// `log.cleaner.dedupe.buffer.size`.
+    pub fn from_topic(values: &TopicValues, dedupe_buffer_bytes: u64) -> CleanerConfig {
         CleanerConfig {
-            min_cleanable_dirty_ratio: 0.5,
-            min_compaction_lag_ms: 0,
-            max_compaction_lag_ms: i64::MAX,
-            delete_retention_ms: 86_400_000,
-            dedupe_buffer_bytes: 134_217_728,
+            min_cleanable_dirty_ratio: values.f64("min.cleanable.dirty.ratio"),
+            min_compaction_lag_ms: values.i64("min.compaction.lag.ms"),
+            max_compaction_lag_ms: values.i64("max.compaction.lag.ms"),
+            delete_retention_ms: values.i64("delete.retention.ms"),
+            dedupe_buffer_bytes,
         }
     }
 }

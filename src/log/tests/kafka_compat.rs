@@ -42,7 +42,7 @@ fn kafka_config() -> LogConfig {
     LogConfig {
         segment_bytes: FIXTURE[1].1.len() as u64,
         index_interval_bytes: 1024,
-        ..LogConfig::default()
+        ..LogConfig::from_topic(&Config::default().topic_values())
     }
 }
 

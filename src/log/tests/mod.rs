@@ -14,6 +14,7 @@ use bytes::Bytes;
 use kafka_protocol::records::Compression;
 
 use super::{LogConfig, OpenOptions, PartitionLog};
+use crate::config::Config;
 use crate::record_batch::encode::{self, PlainRecord};
 use crate::record_batch::header::{set_base_offset, BatchHeader, BatchIter};
 
@@ -69,7 +70,7 @@ pub(crate) fn small_config() -> LogConfig {
         segment_bytes: 2_000,
         index_interval_bytes: 300,
         max_index_size_bytes: 1_200,
-        ..LogConfig::default()
+        ..LogConfig::from_topic(&Config::default().topic_values())
     }
 }
 

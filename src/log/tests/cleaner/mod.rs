@@ -10,6 +10,7 @@ use bytes::Bytes;
 use kafka_protocol::records::{Compression, RecordBatchDecoder};
 
 use super::{open, small_config};
+use crate::config::Config;
 use crate::log::{CleanerConfig, LogConfig, PartitionLog, RetentionConfig};
 use crate::record_batch::encode::{self, PlainRecord};
 use crate::record_batch::header::{
@@ -60,10 +61,19 @@ fn stored(log: &PartitionLog) -> Vec<Stored> {
     out
 }
 
+/// The cleaner settings of a compacted topic on a broker with the default settings.
+fn defaults() -> CleanerConfig {
+    let broker = Config::default();
+    CleanerConfig::from_topic(
+        &broker.topic_values(),
+        broker.log_cleaner_dedupe_buffer_bytes,
+    )
+}
+
 fn eager() -> CleanerConfig {
     CleanerConfig {
         min_cleanable_dirty_ratio: 0.0,
-        ..CleanerConfig::default()
+        ..defaults()
     }
 }
 
@@ -200,7 +210,7 @@ fn a_dirty_ratio_at_or_below_the_setting_waits() {
     let mut log = rounds(dir.path(), &small_config());
     let lazy = CleanerConfig {
         min_cleanable_dirty_ratio: 0.99,
-        ..CleanerConfig::default()
+        ..defaults()
     };
     let first_dirty = log.inactive.keys().nth(2).copied().unwrap();
     assert_eq!(log.clean(first_dirty, &lazy, now_ms()).unwrap(), None);

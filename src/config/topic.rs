@@ -1,9 +1,16 @@
 //! Kafka's topic configs: names, types, defaults, the broker settings they fall back to
 //! (synonyms), documentation, and validation. DescribeConfigs, AlterConfigs,
-//! IncrementalAlterConfigs and CreateTopics all read this one table.
+//! IncrementalAlterConfigs, CreateTopics and the data path's `TopicSettings` all read this one
+//! table; the broker table (`broker.rs`) takes the defaults of these synonyms from here.
 //!
 //! A topic config's value is resolved as Kafka resolves it: the topic's own override, else the
-//! first of its broker synonyms set in `server.properties`, else Kafka's default.
+//! first of its broker synonyms set in a layer (this broker's dynamic config, the cluster-wide
+//! dynamic default, `server.properties`), else Kafka's default.
+//!
+//! To add a topic setting: add its row to `TOPIC_CONFIGS` (name, type, default, broker
+//! synonyms with their unit factors, check, doc), then read it where it is used through
+//! `TopicValues` (`storage/topic_settings.rs` builds the data path's `TopicSettings`). Its
+//! broker synonyms are recognised in `server.properties` and by dynamic updates without more.
 
 use std::collections::BTreeMap;
 
@@ -277,6 +284,70 @@ fn resolve(
     }
 }
 
+/// A topic's config values as the data path reads them: the topic's override, else the first
+/// of the config's broker synonyms set in `broker` (every layer merged, the most specific on
+/// top, as `Config::properties` holds them), else Kafka's default. Names must be in the table.
+pub struct TopicValues<'a> {
+    overrides: &'a BTreeMap<String, String>,
+    broker: &'a BTreeMap<String, String>,
+}
+
+impl<'a> TopicValues<'a> {
+    pub fn new(
+        overrides: &'a BTreeMap<String, String>,
+        broker: &'a BTreeMap<String, String>,
+    ) -> TopicValues<'a> {
+        TopicValues { overrides, broker }
+    }
+
+    /// The value in force of topic config `name`, converted to its unit.
+    pub fn get(&self, name: &str) -> String {
+        let def = find(name).unwrap_or_else(|| panic!("{name} is not a topic config"));
+        let value = resolve(
+            def,
+            self.overrides,
+            &[(self.broker, source::STATIC_BROKER_CONFIG)],
+        )
+        .value
+        .unwrap_or_default();
+        value.trim().to_string()
+    }
+
+    fn parsed<T: std::str::FromStr>(&self, name: &str) -> T {
+        self.get(name)
+            .parse()
+            .ok()
+            .or_else(|| find(name).and_then(|def| def.default.parse().ok()))
+            .unwrap_or_else(|| panic!("{name}: the table's default does not parse"))
+    }
+
+    /// A LONG or INT config; a value that does not parse (never stored: values are checked
+    /// before) falls back to the table's default.
+    pub fn i64(&self, name: &str) -> i64 {
+        self.parsed(name)
+    }
+
+    /// A DOUBLE config.
+    pub fn f64(&self, name: &str) -> f64 {
+        self.parsed(name)
+    }
+
+    /// Whether the topic or any broker layer sets `name` (or one of its synonyms).
+    pub fn is_set(&self, name: &str) -> bool {
+        self.overrides.contains_key(name)
+            || find(name).is_some_and(|def| {
+                def.synonyms
+                    .iter()
+                    .any(|(key, _)| self.broker.contains_key(*key))
+            })
+    }
+
+    /// Whether the LIST config `name` includes `item`.
+    pub fn includes(&self, name: &str, item: &str) -> bool {
+        self.get(name).split(',').any(|v| v.trim() == item)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,25 +364,45 @@ mod tests {
     #[test]
     fn defaults_agree_with_the_broker_config() {
         let broker = Config::default();
+        let values = broker.topic_values();
         let default = |name: &str| find(name).unwrap().default.parse::<i64>().unwrap();
-        assert_eq!(default("segment.bytes") as u64, broker.log.segment_bytes);
-        assert_eq!(default("segment.ms"), broker.log.segment_ms);
-        assert_eq!(
-            default("index.interval.bytes") as u64,
-            broker.log.index_interval_bytes
-        );
-        assert_eq!(
-            default("segment.index.bytes") as u64,
-            broker.log.max_index_size_bytes
-        );
-        assert_eq!(
-            default("max.message.bytes"),
-            i64::from(broker.message_max_bytes)
-        );
-        assert_eq!(
-            default("message.timestamp.after.max.ms"),
-            broker.log_message_timestamp_after_max_ms
-        );
+        for name in [
+            "segment.bytes",
+            "segment.ms",
+            "index.interval.bytes",
+            "segment.index.bytes",
+            "max.message.bytes",
+            "message.timestamp.after.max.ms",
+            "retention.ms",
+            "flush.messages",
+        ] {
+            assert_eq!(values.i64(name), default(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn values_resolve_through_synonyms_with_their_units() {
+        let broker = BTreeMap::from([
+            ("log.retention.hours".to_string(), "2".to_string()),
+            (
+                "log.cleanup.policy".to_string(),
+                "compact,delete".to_string(),
+            ),
+        ]);
+        let overrides = BTreeMap::from([("segment.ms".to_string(), "5".to_string())]);
+        let values = TopicValues::new(&overrides, &broker);
+        assert_eq!(values.i64("retention.ms"), 7_200_000);
+        assert_eq!(values.i64("segment.ms"), 5);
+        assert_eq!(values.i64("segment.bytes"), 1_073_741_824);
+        assert!(values.includes("cleanup.policy", "compact"));
+        assert!(!values.includes("cleanup.policy", "shred"));
+        assert_eq!(values.f64("min.cleanable.dirty.ratio"), 0.5);
+        let broker = BTreeMap::from([
+            ("log.retention.hours".to_string(), "2".to_string()),
+            ("log.retention.ms".to_string(), "1000".to_string()),
+        ]);
+        let none = BTreeMap::new();
+        assert_eq!(TopicValues::new(&none, &broker).i64("retention.ms"), 1000);
     }
 
     #[test]

@@ -16,8 +16,8 @@ use kafka_protocol::ResponseError;
 
 use super::errors::{code, partition_error_code, Refused, NONE};
 use super::{respond_throttled, Broker, Outcome};
-use crate::record_batch::recompress::{self, Recompression};
-use crate::record_batch::validate::{validate, validate_framing, BatchLimits};
+use crate::record_batch::recompress;
+use crate::record_batch::validate::{validate, validate_framing};
 use crate::storage::consumer_offsets::CONSUMER_OFFSETS_TOPIC;
 use crate::storage::{Partition, PartitionError, Topic};
 
@@ -69,17 +69,14 @@ pub async fn handle(
                             response.error_message = Some(StrBytes::from_string(refused.message));
                         }
                     }
-                    Ok(()) => {
-                        append_one(
-                            topic,
-                            partition,
-                            data.records,
-                            version,
-                            now_ms,
-                            &mut response,
-                        )
-                        .await
-                    }
+                    Ok(()) => append_one(
+                        topic,
+                        partition,
+                        data.records,
+                        version,
+                        now_ms,
+                        &mut response,
+                    ),
                 },
             }
             any_error |= response.error_code != NONE;
@@ -148,7 +145,9 @@ fn admit(acks: i16, topic: &Topic, records: &Option<Bytes>, version: i16) -> Res
     Ok(())
 }
 
-async fn append_one(
+/// Validates one partition's batch against its topic's settings, re-encodes it into the
+/// topic's codec when that names another, and appends it through storage.
+fn append_one(
     topic: &Topic,
     partition: &Partition,
     records: Option<Bytes>,
@@ -158,26 +157,10 @@ async fn append_one(
 ) {
     let records = records.unwrap_or_default();
     let settings = topic.settings();
-    let limits = BatchLimits {
-        max_message_bytes: settings.max_message_bytes,
-        compacted: settings.compacted,
-        produce_version: version,
-        now_ms,
-        // The broker stamps LogAppendTime batches, so producer timestamps are not bounded there.
-        timestamp_before_max_ms: if settings.log_append_time {
-            i64::MAX
-        } else {
-            settings.timestamp_before_max_ms
-        },
-        timestamp_after_max_ms: if settings.log_append_time {
-            i64::MAX
-        } else {
-            settings.timestamp_after_max_ms
-        },
-    };
-    let header = match validate(&records, &limits).map_err(Refused::from) {
+    let header = match validate(&records, &settings.batch_limits(version, now_ms)) {
         Ok(header) => header,
         Err(refused) => {
+            let refused = Refused::from(refused);
             tracing::debug!(partition = %partition, "refused batch: {}", refused.message);
             response.error_code = refused.error_code;
             if version >= 8 {
@@ -189,12 +172,7 @@ async fn append_one(
     // Bytes after the batch that are not a whole batch are not stored (Kafka trims them).
     let records = records.slice(..header.total_size());
     // The topic's compression.type, when it names another codec (recompress.rs).
-    let recompression = Recompression {
-        compression_codec: settings.compression_codec,
-        compression_level: settings.compression_level,
-        max_message_bytes: settings.max_message_bytes,
-    };
-    let records = match recompress::to_topic_codec(records, &header, &recompression) {
+    let records = match recompress::to_topic_codec(records, &header, &settings.recompression()) {
         Ok(records) => records,
         Err(refused) => {
             response.error_code = Refused::from(refused).error_code;

@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 use crate::config::topic::{self as topic_config, TopicValues};
 use crate::config::Config;
 use crate::log::{CleanerConfig, LogConfig, RetentionConfig};
+use crate::record_batch::recompress::Recompression;
+use crate::record_batch::validate::BatchLimits;
 
 use super::topic::TopicError;
 
@@ -98,6 +100,37 @@ pub struct TopicSettings {
     /// Set when `cleanup.policy` includes `compact`.
     pub cleaner: Option<CleanerConfig>,
     pub overrides: TopicConfigs,
+}
+
+impl TopicSettings {
+    /// What `record_batch::validate` checks a batch produced to this topic against.
+    pub fn batch_limits(&self, produce_version: i16, now_ms: i64) -> BatchLimits {
+        // The broker stamps LogAppendTime batches, so producer timestamps are not bounded there.
+        let unbounded = |max_ms: i64| {
+            if self.log_append_time {
+                i64::MAX
+            } else {
+                max_ms
+            }
+        };
+        BatchLimits {
+            max_message_bytes: self.max_message_bytes,
+            compacted: self.compacted,
+            produce_version,
+            now_ms,
+            timestamp_before_max_ms: unbounded(self.timestamp_before_max_ms),
+            timestamp_after_max_ms: unbounded(self.timestamp_after_max_ms),
+        }
+    }
+
+    /// The topic's `compression.type` and level, for re-encoding a batch in another codec.
+    pub fn recompression(&self) -> Recompression {
+        Recompression {
+            compression_codec: self.compression_codec,
+            compression_level: self.compression_level,
+            max_message_bytes: self.max_message_bytes,
+        }
+    }
 }
 
 #[cfg(test)]

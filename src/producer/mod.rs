@@ -99,7 +99,9 @@ impl ProducerStateManager {
         self.producers.is_empty()
     }
 
-    /// Kafka's checks for a batch from a client (digest §7.2), without changing any state.
+    /// Kafka's checks for a batch from a client, without changing any state: a retry of one of
+    /// the last five batches is a duplicate, an older epoch is fenced, a newer epoch must start
+    /// at sequence 0, and otherwise the batch must start right after the last sequence.
     pub fn check(&self, header: &BatchHeader) -> Result<SequenceCheck, ResponseError> {
         if header.producer_id < 0 {
             return Ok(SequenceCheck::Append);

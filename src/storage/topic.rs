@@ -342,7 +342,7 @@ pub struct Partition {
 
 impl Partition {
     /// Wraps an opened log, rebuilding producer state from the newest snapshot at or below the
-    /// log end offset and the batch headers after it (digest §3, step 8).
+    /// log end offset and the batch headers after it (`docs/log-format.md` §13.5, "Read").
     pub fn new(
         topic: String,
         index: i32,

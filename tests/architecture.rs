@@ -102,7 +102,6 @@ const SOCKETS: Capability = Capability {
         "UdpSocket",
         "UnixListener",
         "UnixStream",
-        "std::net::TcpListener",
         "tokio::net",
         "socket2",
     ],
@@ -1347,6 +1346,26 @@ mod checker {
             "{report:?}"
         );
         assert!(report[0].contains("`std::fs`, `OpenOptions`"), "{report:?}");
+    }
+
+    #[test]
+    fn a_file_declared_by_a_cfg_test_mod_is_test_code() {
+        let files = with(&[
+            (
+                "src/storage/mod.rs",
+                "//! Storage.\n#[cfg(test)]\npub(crate) mod fixtures;\n",
+            ),
+            (
+                "src/storage/fixtures.rs",
+                "//! Test fixtures.\nfn f() { std::fs::remove_file(\"a\").unwrap(); }\n",
+            ),
+        ]);
+        assert_eq!(report(&files), Vec::<String>::new());
+        let files = with(&[(
+            "src/storage/fixtures.rs",
+            "//! Not declared under cfg(test).\nfn f() { std::fs::remove_file(\"a\").unwrap(); }\n",
+        )]);
+        assert_reports(&files, &["src/storage/fixtures.rs:2: rule 3"]);
     }
 
     #[test]

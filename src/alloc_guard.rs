@@ -1,7 +1,7 @@
 //! A global allocator that keeps a hostile length from aborting the process.
 //!
 //! kafka-protocol 0.18 decodes an array by calling `Vec::with_capacity(n)` with `n` read off the
-//! wire, before checking that `n` elements could fit in the frame (digest §11.6). A 20-byte
+//! wire, before checking that `n` elements could fit in the frame. A 20-byte
 //! Metadata request announcing 2^31 topics asks for hundreds of gigabytes at once; the kernel
 //! refuses, and Rust aborts the whole broker. No valid request needs anything near 1 GiB in one
 //! allocation (frames are capped by `socket.request.max.bytes`), so allocations that large are

@@ -179,7 +179,7 @@ fn append_one(
             return;
         }
     };
-    match partition.append_produced(&records, &header, &settings, now_ms) {
+    match partition.append_produced(&records, &header, settings.log_append_time, now_ms) {
         Ok(produced) => {
             response.base_offset = produced.base_offset;
             response.log_start_offset = produced.log_start_offset;

@@ -396,6 +396,12 @@ impl PartitionLog {
         })
     }
 
+    /// True when every append is fsynced before it returns (`flush.messages=1`), so a caller
+    /// on an async runtime should move the append off its worker.
+    pub fn flushes_every_append(&self) -> bool {
+        self.config.flush_interval_messages == 1
+    }
+
     /// Starts a new active segment at the log end offset. The old one gets its final time-index
     /// entry and trimmed indexes, and is fsynced in the background as Kafka does: a 1 GiB fsync
     /// under the partition's lock would stall every producer of the partition. The recovery

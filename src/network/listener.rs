@@ -11,6 +11,11 @@ use tokio::sync::{mpsc, watch, Semaphore};
 use super::connection::serve_connection;
 use crate::api::Broker;
 
+/// Binds the listening socket on `host:port` (port 0: any free port).
+pub async fn bind(host: &str, port: u16) -> std::io::Result<TcpListener> {
+    TcpListener::bind((host, port)).await
+}
+
 /// Accepts until shutdown. Each connection task holds a clone of `drain`; the server knows all
 /// connections have finished when every clone is dropped.
 pub async fn serve_listener(

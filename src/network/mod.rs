@@ -1,7 +1,7 @@
 //! Sockets and framing only: the accept loop with its connection limit, and per connection the
 //! length-prefixed frames, bounded read-ahead, and responses written strictly in request order.
 //! No Kafka semantics live here beyond what Kafka's network layer does (closing on oversized
-//! //! frames, unknown keys and unsupported versions). Fetched records are sent from segment files
+//! frames, unknown keys and unsupported versions). Fetched records are sent from segment files
 //! with `sendfile` (`send.rs`): the network layer reads the file handles it is given, and never
 //! opens a file itself.
 
@@ -10,4 +10,4 @@ mod frame;
 mod listener;
 mod send;
 
-pub use listener::serve_listener;
+pub use listener::{bind, serve_listener};

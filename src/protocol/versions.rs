@@ -25,7 +25,8 @@ const fn api(key: ApiKey, advertised_min: i16, served_min: i16, max: i16) -> Api
     }
 }
 
-/// Kafka 4.1's ranges (digest §10.3) for the APIs sluice implements.
+/// Kafka 4.1's ranges (what a Kafka 4.1 broker's ApiVersions response lists) for the APIs
+/// sluice implements.
 pub const SUPPORTED_APIS: &[ApiSupport] = &[
     api(ApiKey::Produce, 0, 3, 13),
     api(ApiKey::Fetch, 4, 4, 18),

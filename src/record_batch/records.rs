@@ -5,7 +5,8 @@
 //! Decompression is kafka-protocol's. The record walk is ours, on purpose: kafka-protocol 0.18.0's
 //! `RecordBatchDecoder` reserves memory from counts read from the bytes (records count, header
 //! count) before checking them against the bytes available, while this walk allocates nothing and
-//! reads only each record's length, timestamp delta and offset delta (§1.3 of the Kafka digest).
+//! reads only each record's length, timestamp delta and offset delta (the record layout is in
+//! `docs/log-format.md` §2).
 
 use bytes::Bytes;
 use kafka_protocol::compression::{Decompressor, Gzip, Lz4, Snappy, Zstd};

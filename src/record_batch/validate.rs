@@ -1,4 +1,4 @@
-//! The checks Kafka makes on a produced batch before it is appended (digest §1.5), in Kafka's
+//! The checks Kafka makes on a produced batch before it is appended, in Kafka's
 //! order and with the distinctions Kafka's error codes make (`BatchError`; `api::errors` picks
 //! the codes): the request-level framing of `ProduceRequest`
 //! (`validate_framing`, which Kafka applies before acks), then `LogValidator`'s. Every batch
@@ -26,7 +26,7 @@ pub struct BatchLimits {
 
 const ZSTD: u8 = 4;
 
-/// Kafka's request-level checks (`ProduceRequest.validateRecords`, digest §1.5 step 1), which
+/// Kafka's request-level checks (`ProduceRequest.validateRecords`, the first of its checks), which
 /// come before acks and before the log: there must be one whole batch, of magic 2, zstd only
 /// from Produce v7, and no second whole batch. Returns the first batch's size in bytes; bytes
 /// after it that do not form a whole batch are ignored (Kafka's batch iterator stops there and

@@ -6,8 +6,9 @@
 //! Uncompressed batches, the common case, are walked in place: varints are decoded and keys and
 //! values skipped by moving an index over the request's own bytes.
 //!
-//! This is Kafka's `LogValidator` record iteration (digest §1.5 step 4): exactly
-//! `records_count` well-formed records and nothing left over.
+//! This is the record iteration Kafka's `LogValidator` runs after its batch-header checks
+//! (`api/produce_validation.rs` makes those first): exactly `records_count` well-formed records
+//! and nothing left over.
 
 use std::io::{self, BufRead, BufReader, Read};
 

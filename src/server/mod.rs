@@ -7,7 +7,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinHandle;
 
@@ -15,7 +14,7 @@ use crate::api::Broker;
 use crate::config::Config;
 use crate::disk::Disk;
 use crate::group::{GroupConfig, GroupCoordinator};
-use crate::network::serve_listener;
+use crate::network::{self, serve_listener};
 use crate::quota::QuotaManager;
 use crate::storage::consumer_offsets::ConsumerOffsetsStore;
 use crate::storage::LogManager;
@@ -87,7 +86,7 @@ pub async fn start_on(
     disk: Disk,
 ) -> anyhow::Result<RunningBroker> {
     let address = format!("{}:{}", config.listener.host, config.listener.port);
-    let listener = TcpListener::bind(&address)
+    let listener = network::bind(&config.listener.host, config.listener.port)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {address}: {e}"))?;
     let local_addr = listener.local_addr()?;

@@ -9,6 +9,7 @@
 pub mod broker_config;
 mod cleaning;
 pub mod consumer_offsets;
+mod errors;
 mod layout;
 mod partition;
 mod topic;
@@ -28,11 +29,12 @@ use crate::log::{LogError, OpenOptions, PartitionLog};
 use crate::producer::id_allocator::ProducerIdAllocator;
 pub use crate::producer::SequenceError;
 use broker_config::{BrokerConfigError, DynamicBrokerConfigs};
+pub use errors::TopicError;
 pub use partition::{
     ActiveProducer, Isolation, LogStats, Partition, PartitionError, PartitionOffsets,
     PartitionRead, ProducedBatch,
 };
-pub use topic::{validate_topic_name, Topic, TopicError};
+pub use topic::{validate_topic_name, Topic};
 pub use topic_settings::{TopicConfigs, TopicSettings};
 
 const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";

@@ -21,7 +21,6 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use tokio::sync::Notify;
 
-use super::topic_settings::TopicSettings;
 use crate::disk::Disk;
 use crate::log::{LogError, PartitionLog, RetentionConfig, SegmentSlice};
 use crate::producer::{snapshot, ProducerStateManager, SequenceCheck, SequenceError};
@@ -227,7 +226,7 @@ pub struct Partition {
 
 impl Partition {
     /// Wraps an opened log, rebuilding producer state from the newest snapshot at or below the
-    /// log end offset and the batch headers after it.
+    /// log end offset and the batch headers after it (`docs/log-format.md` §13.5, "Read").
     pub(super) fn new(
         topic: String,
         index: i32,
@@ -248,16 +247,17 @@ impl Partition {
     /// codec if need be): the idempotence check and the append under one lock, so a retry
     /// racing its original is never appended twice; a duplicate is answered with its original
     /// base offset. With `flush.messages=1` the append is fsynced before this returns, off the
-    /// async runtime's worker.
+    /// async runtime's worker. `log_append_time`: the topic's `message.timestamp.type` is
+    /// LogAppendTime, so the broker stamps the batch's timestamp.
     pub fn append_produced(
         &self,
         batch: &[u8],
         header: &BatchHeader,
-        settings: &TopicSettings,
+        log_append_time: bool,
         now_ms: i64,
     ) -> Result<ProducedBatch, PartitionError> {
-        let append = || {
-            self.with_state(|state| {
+        let (appended, produced) = self.with_state(|state| {
+            let append = |state: &mut PartitionState| {
                 let log_start_offset = state.log.log_start_offset();
                 match state.producers.check(header)? {
                     SequenceCheck::Duplicate { base_offset } => Ok((
@@ -270,7 +270,7 @@ impl Partition {
                     )),
                     SequenceCheck::Append => {
                         let (base_offset, log_append_time_ms) =
-                            self.append_locked(state, batch, now_ms, settings.log_append_time)?;
+                            self.append_locked(state, batch, now_ms, log_append_time)?;
                         state.producers.update(header, base_offset);
                         Ok((
                             true,
@@ -282,14 +282,14 @@ impl Partition {
                         ))
                     }
                 }
-            })
-        };
-        // An fsync per append would stall this worker's other connections.
-        let (appended, produced) = if settings.log.flush_interval_messages == 1 {
-            tokio::task::block_in_place(append)?
-        } else {
-            append()?
-        };
+            };
+            // An fsync per append would stall this worker's other connections.
+            if state.log.flushes_every_append() {
+                tokio::task::block_in_place(|| append(state))
+            } else {
+                append(state)
+            }
+        })?;
         if appended {
             self.appended.notify_waiters();
         }

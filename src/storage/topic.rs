@@ -2,41 +2,18 @@
 //! the settings derived from them, and the `sluice-topic-configs` file that keeps those configs.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::Path;
 use std::sync::{Arc, RwLock};
 
 use uuid::Uuid;
 
+use super::errors::TopicError;
 use super::partition::Partition;
 use super::topic_settings::TopicSettings;
 use crate::disk::Disk;
 
 /// Where sluice keeps topic configs set at creation; Kafka keeps them in its metadata log.
 const TOPIC_CONFIGS_FILE: &str = "sluice-topic-configs";
-
-#[derive(Debug)]
-pub enum TopicError {
-    AlreadyExists,
-    UnknownTopic,
-    InvalidName(String),
-    InvalidConfig(String),
-    InvalidPartitions(String),
-    Storage(String),
-}
-
-impl fmt::Display for TopicError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TopicError::AlreadyExists => f.write_str("topic already exists"),
-            TopicError::UnknownTopic => f.write_str("unknown topic"),
-            TopicError::InvalidName(m)
-            | TopicError::InvalidConfig(m)
-            | TopicError::InvalidPartitions(m)
-            | TopicError::Storage(m) => f.write_str(m),
-        }
-    }
-}
 
 /// Kafka's rule: 1..=249 characters of `[a-zA-Z0-9._-]`, and not `.` or `..`.
 pub fn validate_topic_name(name: &str) -> Result<(), TopicError> {

@@ -13,7 +13,7 @@ use crate::log::{CleanerConfig, LogConfig, RetentionConfig};
 use crate::record_batch::recompress::Recompression;
 use crate::record_batch::validate::BatchLimits;
 
-use super::topic::TopicError;
+use super::errors::TopicError;
 
 /// The configs set on a topic (its overrides), validated against Kafka's table; unset keys fall
 /// back to the broker's settings.

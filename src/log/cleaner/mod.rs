@@ -2,7 +2,7 @@
 //! drops the older ones, so that a compacted topic (and `__consumer_offsets`) stays as large as
 //! its set of live keys rather than its history.
 //!
-//! A round, as Kafka runs it (digest §4.3):
+//! A round, in the steps Kafka's `LogCleaner` takes (the files it writes: `docs/log-format.md` §14):
 //! 1. The dirty range runs from the first dirty offset (the caller's `cleaner-offset-checkpoint`)
 //!    to the first uncleanable offset: the active segment's base, or the first segment holding a
 //!    record newer than `min.compaction.lag.ms`. The round runs when the dirty bytes exceed

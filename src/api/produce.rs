@@ -20,10 +20,7 @@ use super::recompress;
 use super::{respond_throttled, Broker, Outcome};
 use crate::producer::{snapshot, SequenceCheck};
 use crate::storage::consumer_offsets::CONSUMER_OFFSETS_TOPIC;
-use crate::storage::{Partition, PartitionState, Topic};
-
-/// The partition leader epoch stamped into stored batches; a single node never changes leader.
-const LEADER_EPOCH: i32 = 0;
+use crate::storage::{Partition, PartitionState, Topic, LEADER_EPOCH};
 
 /// Who sent the request, for quotas.
 pub struct Client<'a> {

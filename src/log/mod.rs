@@ -6,10 +6,12 @@
 //!
 //! This module owns segments, indexes, rolling, flushing, crash recovery, delete retention and
 //! compaction rounds for one partition directory, and the offsets that describe it: log start
-//! offset, log end offset, recovery point. It deliberately does not own the high watermark
-//! (callers pass it in), producer state, leader epochs, or when retention and compaction run,
-//! and never parses requests: it sees batch bytes and offsets only. It is not internally
-//! synchronised; callers wrap a `PartitionLog` in a lock (reads take `&self`).
+//! offset, log end offset, recovery point, and the leader-epoch cache that follows them
+//! (`leader_epoch.rs`: `leader-epoch-checkpoint`). It deliberately does not own the high
+//! watermark (callers pass it in), producer state, which leader epoch is current (callers pass
+//! it in), or when retention and compaction run, and never parses requests: it sees batch bytes
+//! and offsets only. It is not internally synchronised; callers wrap a `PartitionLog` in a lock
+//! (reads take `&self`).
 
 pub mod batch;
 pub mod checkpoint;
@@ -17,6 +19,7 @@ mod cleaner;
 pub mod compression;
 pub mod encode;
 mod index;
+pub mod leader_epoch;
 mod offset_index;
 mod read;
 mod records;
@@ -38,6 +41,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use batch::{set_base_offset, set_log_append_time, set_partition_leader_epoch, BatchHeader};
+use leader_epoch::{EpochEntry, LeaderEpochCache};
 use segment::LogSegment;
 
 pub use cleaner::{CleanOutcome, CleanedRound, CleanerConfig, CleaningRound};
@@ -199,6 +203,8 @@ pub struct PartitionLog {
     /// Files renamed to `*.deleted` by retention, waiting for file_delete_delay_ms to pass.
     /// In memory only: `open` removes every `*.deleted` file it finds.
     pending_deletes: Vec<retention::PendingDelete>,
+    /// Where each leader epoch starts; kept within [log start offset, log end offset].
+    leader_epochs: LeaderEpochCache,
 }
 
 /// Marks a log whose background flush failed; below every real offset, so `max` ignores it.
@@ -277,6 +283,7 @@ impl PartitionLog {
     ) -> Result<PartitionLog, LogError> {
         let config = config.normalized();
         let loaded = recovery::load(dir, &config, &options, now_ms)?;
+        let leader_epochs = load_leader_epochs(dir, &loaded)?;
         Ok(PartitionLog {
             dir: dir.to_path_buf(),
             config,
@@ -293,6 +300,7 @@ impl PartitionLog {
             // Loading may have created, deleted or renamed files.
             dir_needs_sync: true,
             pending_deletes: Vec::new(),
+            leader_epochs,
         })
     }
 
@@ -346,6 +354,9 @@ impl PartitionLog {
         {
             self.roll(now_ms)?;
         }
+        // The first batch of a new epoch starts it (no I/O otherwise). Before the write, so a
+        // batch on disk is always covered by the epoch file.
+        self.leader_epochs.assign(leader_epoch, base_offset)?;
         // Everything stamped lies in the header: stamp a copy of it and write it before the
         // untouched records, so the batch itself is never copied.
         let (head, records) = batch.split_at(batch::RECORD_BATCH_OVERHEAD);
@@ -414,6 +425,29 @@ impl PartitionLog {
 
     pub fn log_end_offset(&self) -> i64 {
         self.log_end_offset
+    }
+
+    /// This broker leads the partition in `epoch` from now on (Kafka's `makeLeader`): the epoch
+    /// starts at the log end offset unless the cache already has it. Kafka does this when a
+    /// partition is created or loaded, so `leader-epoch-checkpoint` exists before any append.
+    pub fn become_leader(&mut self, epoch: i32) -> Result<(), LogError> {
+        self.leader_epochs.assign(epoch, self.log_end_offset)?;
+        Ok(())
+    }
+
+    /// Each leader epoch with the offset of its first batch, oldest first.
+    pub fn leader_epochs(&self) -> &[EpochEntry] {
+        self.leader_epochs.entries()
+    }
+
+    /// The base offset of the first segment: `log-start-offset-checkpoint` lists a log only when
+    /// its log start offset lies above this, as Kafka's does.
+    pub fn first_segment_base_offset(&self) -> i64 {
+        self.inactive
+            .keys()
+            .next()
+            .copied()
+            .unwrap_or(self.active.base_offset())
     }
 
     /// The base offset of the segment appends go to; it changes exactly when a roll happens.
@@ -533,4 +567,23 @@ impl PartitionLog {
             .next()
             .map_or(self.active.base_offset(), |(base, _)| *base)
     }
+}
+
+/// The leader-epoch cache of a freshly loaded log, cut to the log's offsets as Kafka's loader
+/// does: entries below the log start offset move up to it, and entries starting past the log
+/// end offset (recovery truncated the log below them) go. An unreadable file is replaced: the
+/// partition's next `become_leader` writes it again.
+fn load_leader_epochs(dir: &Path, loaded: &recovery::Loaded) -> Result<LeaderEpochCache, LogError> {
+    let mut cache = LeaderEpochCache::open(dir).unwrap_or_else(|error| {
+        tracing::warn!(dir = %dir.display(), %error, "unreadable leader-epoch-checkpoint, starting it over");
+        LeaderEpochCache::empty(dir)
+    });
+    if cache
+        .latest()
+        .is_some_and(|latest| latest.start_offset > loaded.log_end_offset)
+    {
+        cache.truncate_from_end(loaded.log_end_offset)?;
+    }
+    cache.truncate_from_start(loaded.log_start_offset)?;
+    Ok(cache)
 }

@@ -28,11 +28,13 @@ use crate::producer::id_allocator::ProducerIdAllocator;
 use broker_config::{BrokerConfigError, DynamicBrokerConfigs};
 pub use topic::{
     validate_topic_name, Partition, PartitionError, PartitionState, Topic, TopicConfigs,
-    TopicError, TopicSettings,
+    TopicError, TopicSettings, LEADER_EPOCH,
 };
 
 const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
 const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
+/// Kafka's high-watermark checkpoint; written for Kafka's tools and brokers, never read here.
+const REPLICATION_OFFSET_CHECKPOINT: &str = "replication-offset-checkpoint";
 const CLEAN_SHUTDOWN_MARKER: &str = ".kafka_cleanshutdown";
 
 /// All partition logs of the broker's one log directory.
@@ -445,19 +447,38 @@ impl LogManager {
         }
     }
 
-    /// Writes the recovery-point and log-start-offset checkpoints (atomically, fsynced).
+    /// Writes the recovery-point, high-watermark and log-start-offset checkpoints (atomically,
+    /// fsynced), with Kafka's entries: every log in the first two, and in the last only the logs
+    /// whose log start offset lies above their first segment's base offset (for the others
+    /// loading finds it from the segments).
     pub fn write_checkpoints(&self) -> std::io::Result<()> {
         let mut recovery = Vec::new();
+        let mut high_watermarks = Vec::new();
         let mut starts = Vec::new();
         for partition in self.all_partitions() {
-            let offsets =
-                partition.with_log(|log| Ok((log.recovery_point(), log.log_start_offset())));
-            if let Ok((recovery_point, log_start)) = offsets {
-                recovery.push((partition.topic.clone(), partition.index, recovery_point));
-                starts.push((partition.topic.clone(), partition.index, log_start));
+            let offsets = partition.with_log(|log| {
+                Ok((
+                    log.recovery_point(),
+                    // One replica: the high watermark is the log end offset.
+                    log.log_end_offset(),
+                    log.log_start_offset(),
+                    log.first_segment_base_offset(),
+                ))
+            });
+            if let Ok((recovery_point, high_watermark, log_start, first_base)) = offsets {
+                let (topic, index) = (partition.topic.clone(), partition.index);
+                recovery.push((topic.clone(), index, recovery_point));
+                high_watermarks.push((topic.clone(), index, high_watermark));
+                if log_start > first_base {
+                    starts.push((topic, index, log_start));
+                }
             }
         }
         write_checkpoint(&self.log_dir.join(RECOVERY_POINT_CHECKPOINT), &recovery)?;
+        write_checkpoint(
+            &self.log_dir.join(REPLICATION_OFFSET_CHECKPOINT),
+            &high_watermarks,
+        )?;
         write_checkpoint(&self.log_dir.join(LOG_START_OFFSET_CHECKPOINT), &starts)
     }
 

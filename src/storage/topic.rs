@@ -18,6 +18,11 @@ use crate::producer::{snapshot, ProducerStateManager};
 use super::layout::write_file_durably;
 use super::topic_config;
 
+/// The leader epoch of every partition: a single node leads each partition from its creation
+/// and never hands it over, so it stays Kafka's first epoch. Stamped into every stored batch and
+/// recorded in each partition's `leader-epoch-checkpoint`.
+pub const LEADER_EPOCH: i32 = 0;
+
 /// Where sluice keeps topic configs set at creation; Kafka keeps them in its metadata log.
 const TOPIC_CONFIGS_FILE: &str = "sluice-topic-configs";
 
@@ -341,14 +346,16 @@ pub struct Partition {
 }
 
 impl Partition {
-    /// Wraps an opened log, rebuilding producer state from the newest snapshot at or below the
-    /// log end offset and the batch headers after it (digest §3, step 8).
+    /// Wraps an opened log, which becomes leader in `LEADER_EPOCH` as a Kafka partition does
+    /// when it is created or loaded, rebuilding producer state from the newest snapshot at or
+    /// below the log end offset and the batch headers after it.
     pub fn new(
         topic: String,
         index: i32,
         dir: PathBuf,
-        log: PartitionLog,
+        mut log: PartitionLog,
     ) -> Result<Partition, LogError> {
+        log.become_leader(LEADER_EPOCH)?;
         let producers = rebuild_producer_state(&dir, &log)?;
         Ok(Partition {
             topic,

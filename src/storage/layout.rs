@@ -38,6 +38,15 @@ pub fn lock_directory(dir: &Path) -> anyhow::Result<File> {
     Ok(file)
 }
 
+/// Removes `<dir>/.lock` at the end of a clean shutdown, as Kafka does; the lock itself goes
+/// when the process (or the `File` from `lock_directory`) does.
+pub fn remove_lock_file(dir: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(dir.join(".lock")) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
 /// Reads `meta.properties` (KRaft v1) or writes a new one; returns the cluster id.
 pub fn read_or_write_meta_properties(dir: &Path, node_id: i32) -> anyhow::Result<String> {
     let path = dir.join("meta.properties");

@@ -77,9 +77,13 @@ impl LogManager {
             checkpoint_map(read_checkpoint(&log_dir.join(RECOVERY_POINT_CHECKPOINT)));
         let log_starts =
             checkpoint_map(read_checkpoint(&log_dir.join(LOG_START_OFFSET_CHECKPOINT)));
-        let cleaner_checkpoints = checkpoint_map(read_checkpoint(
-            &log_dir.join(cleaning::CLEANER_OFFSET_CHECKPOINT),
-        ));
+        let cleaner_checkpoint = log_dir.join(cleaning::CLEANER_OFFSET_CHECKPOINT);
+        let cleaner_checkpoints = checkpoint_map(read_checkpoint(&cleaner_checkpoint));
+        if !cleaner_checkpoint.exists() {
+            // Kafka's log cleaner creates it, empty, at start-up; so the log directory holds
+            // the same files, written or not.
+            write_checkpoint(&cleaner_checkpoint, &[])?;
+        }
         let topic_configs = topic::read_topic_configs(&log_dir)?;
         let dynamic = DynamicBrokerConfigs::read(&log_dir)?;
         // Kafka logs and skips dynamic configs it cannot apply rather than refusing to start.
@@ -483,7 +487,8 @@ impl LogManager {
     }
 
     /// Clean shutdown: close every log (flush, final time-index entry, trimmed indexes), write
-    /// the checkpoints, and only then the clean-shutdown marker.
+    /// the checkpoints, and only then the clean-shutdown marker. Last, `.lock` is removed as
+    /// Kafka removes it; the lock is held until the process exits.
     pub fn shutdown(&self) -> anyhow::Result<()> {
         let mut all_closed = true;
         for partition in self.all_partitions() {
@@ -500,6 +505,7 @@ impl LogManager {
         if all_closed {
             layout::write_clean_shutdown_marker(&self.log_dir.join(CLEAN_SHUTDOWN_MARKER))?;
         }
+        layout::remove_lock_file(&self.log_dir)?;
         Ok(())
     }
 

@@ -1,6 +1,7 @@
 //! The set of partition logs in the log directory (Kafka's LogManager): `meta.properties`, the
 //! directory lock, topic directories `<topic>-<partition>/` with `partition.metadata`, the
-//! recovery-point and log-start-offset checkpoints, and the `.kafka_cleanshutdown` marker.
+//! recovery-point, replication-offset (high watermark) and log-start-offset checkpoints, and the
+//! `.kafka_cleanshutdown` marker.
 //!
 //! It owns the topic registry (name → topic id and partitions) and creates and deletes topics.
 //! It sees batch bytes and offsets, never request types. Appends wake long-polling fetches

@@ -90,6 +90,42 @@ async fn a_lost_partition_metadata_file_gets_the_topic_id_back() {
     );
 }
 
+#[tokio::test]
+async fn the_log_directory_holds_the_files_kafka_writes() {
+    let mut broker = TestBroker::start(&[("num.partitions", "2")]).await;
+    let mut client = broker.client().await;
+    auto_create(&mut client, "files").await;
+    let dir = broker.dir.path().to_path_buf();
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap();
+    for partition in ["files-0", "files-1"] {
+        // As Kafka 4.1 writes them for a partition it has just created.
+        assert_eq!(
+            read(&format!("{partition}/leader-epoch-checkpoint")),
+            "0\n1\n0 0\n"
+        );
+        let metadata = read(&format!("{partition}/partition.metadata"));
+        assert!(
+            metadata.starts_with("version: 0\ntopic_id: "),
+            "{metadata:?}"
+        );
+        assert!(!metadata.ends_with('\n'), "{metadata:?}");
+    }
+    assert_eq!(read("cleaner-offset-checkpoint"), "0\n0\n");
+    drop(client);
+    broker.shutdown().await;
+    assert_eq!(
+        read("replication-offset-checkpoint"),
+        read("recovery-point-offset-checkpoint")
+    );
+    assert!(read("replication-offset-checkpoint").contains("files 1 0\n"));
+    // Only logs whose start lies past their first segment are listed, as by Kafka.
+    assert_eq!(read("log-start-offset-checkpoint"), "0\n0\n");
+    assert!(!dir.join(".lock").exists(), "removed at a clean shutdown");
+    broker.start_again().await;
+    assert!(dir.join(".lock").exists());
+    assert_eq!(read("files-0/leader-epoch-checkpoint"), "0\n1\n0 0\n");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metadata_auto_creates_and_topic_ids_survive_restart() {
     let mut broker = TestBroker::start(&[("num.partitions", "3")]).await;

@@ -7,8 +7,9 @@
 //! <topic> <partition> <offset>   N lines
 //! ```
 //!
-//! Writes are atomic: a crash leaves either the old file or the new one, never a mix. This module
-//! does not decide when checkpoints are written; the log manager does.
+//! `leader-epoch-checkpoint` (`leader_epoch.rs`) is the same file with `<epoch> <start offset>`
+//! entries. Writes are atomic: a crash leaves either the old file or the new one, never a mix.
+//! This module does not decide when checkpoints are written; the log manager does.
 
 use std::io;
 use std::path::Path;
@@ -21,6 +22,27 @@ const CHECKPOINT_VERSION: i32 = 0;
 /// is an `InvalidData` error, and the caller falls back as Kafka does (recovery point 0, log
 /// start offset from the first segment).
 pub fn read_checkpoint(disk: &Disk, path: &Path) -> io::Result<Vec<(String, i32, i64)>> {
+    read_checkpoint_file(disk, path, |line| {
+        let mut fields = line.split_whitespace();
+        match (fields.next(), fields.next(), fields.next(), fields.next()) {
+            (Some(topic), Some(partition), Some(offset), None) => partition
+                .parse::<i32>()
+                .ok()
+                .zip(offset.parse::<i64>().ok())
+                .map(|(p, o)| (topic.to_string(), p, o)),
+            _ => None,
+        }
+    })
+}
+
+/// Kafka's checkpoint file with any kind of entry (the offset checkpoints above, and
+/// `leader-epoch-checkpoint`): the version line, the entry count, then one entry per line, each
+/// parsed by `parse_entry` (None: malformed). Missing file: no entries; malformed: `InvalidData`.
+pub(crate) fn read_checkpoint_file<T>(
+    disk: &Disk,
+    path: &Path,
+    parse_entry: impl Fn(&str) -> Option<T>,
+) -> io::Result<Vec<T>> {
     let Some(text) = disk.read_to_string_if_exists(path)? else {
         return Ok(Vec::new());
     };
@@ -39,16 +61,8 @@ pub fn read_checkpoint(disk: &Disk, path: &Path) -> io::Result<Vec<(String, i32,
     // The count is only trusted as far as there are lines to back it.
     let mut entries = Vec::with_capacity(count.min(text.len() / 6));
     for line in lines.by_ref().take(count) {
-        let mut fields = line.split_whitespace();
-        let entry = match (fields.next(), fields.next(), fields.next(), fields.next()) {
-            (Some(topic), Some(partition), Some(offset), None) => partition
-                .parse::<i32>()
-                .ok()
-                .zip(offset.parse::<i64>().ok())
-                .map(|(p, o)| (topic.to_string(), p, o)),
-            _ => None,
-        };
-        entries.push(entry.ok_or_else(|| corrupt(&format!("bad entry line {line:?}")))?);
+        entries
+            .push(parse_entry(line).ok_or_else(|| corrupt(&format!("bad entry line {line:?}")))?);
     }
     if entries.len() != count || lines.any(|line| !line.trim().is_empty()) {
         return Err(corrupt(&format!(
@@ -66,14 +80,29 @@ pub fn write_checkpoint(
     path: &Path,
     entries: &[(String, i32, i64)],
 ) -> io::Result<()> {
-    let mut text = format!("{CHECKPOINT_VERSION}\n{}\n", entries.len());
+    let mut lines = Vec::with_capacity(entries.len());
     for (topic, partition, offset) in entries {
         if topic.is_empty() || topic.contains(char::is_whitespace) {
             return Err(invalid_data(format!(
                 "topic name {topic:?} cannot be checkpointed"
             )));
         }
-        text.push_str(&format!("{topic} {partition} {offset}\n"));
+        lines.push(format!("{topic} {partition} {offset}"));
+    }
+    write_checkpoint_file(disk, path, &lines)
+}
+
+/// Writes Kafka's checkpoint file: the version line, the entry count, then each entry line (which
+/// must not contain a newline), every line ending in `\n`; atomically, as `write_checkpoint`.
+pub(crate) fn write_checkpoint_file(
+    disk: &Disk,
+    path: &Path,
+    entry_lines: &[String],
+) -> io::Result<()> {
+    let mut text = format!("{CHECKPOINT_VERSION}\n{}\n", entry_lines.len());
+    for line in entry_lines {
+        text.push_str(line);
+        text.push('\n');
     }
     disk.write_file_durably(path, text.as_bytes())
 }

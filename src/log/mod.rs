@@ -6,14 +6,18 @@
 //!
 //! This module owns segments, indexes, rolling, flushing, crash recovery, delete retention and
 //! compaction rounds for one partition directory, and the offsets that describe it: log start
-//! offset, log end offset, recovery point. It deliberately does not own the high watermark
-//! (callers pass it in), producer state, leader epochs, or when retention and compaction run,
-//! and never parses requests: it sees batch bytes and offsets only. It is not internally
-//! synchronised; callers wrap a `PartitionLog` in a lock (reads take `&self`).
+//! offset, log end offset, recovery point, and the leader-epoch cache that follows them
+//! (`leader_epoch.rs`: `leader-epoch-checkpoint`). It deliberately does not own the high
+//! watermark (callers pass it in), producer state, which leader epoch is current (callers pass
+//! it in), or when retention and compaction run, and never parses requests: it sees batch bytes
+//! and offsets only. It is not internally synchronised; callers wrap a `PartitionLog` in a lock
+//! (reads take `&self`).
 
 pub mod checkpoint;
 mod cleaner;
+mod flush;
 mod index;
+pub mod leader_epoch;
 mod offset_index;
 mod read;
 mod recovery;
@@ -38,9 +42,11 @@ use crate::record_batch::header::{
     RECORD_BATCH_OVERHEAD,
 };
 use crate::record_batch::BatchError;
+use leader_epoch::{EpochEntry, LeaderEpochCache};
 use segment::LogSegment;
 
-use crate::disk::{Disk, File};
+use crate::disk::Disk;
+use flush::{background_flusher, FlushJob};
 
 pub use cleaner::{CleanOutcome, CleanedRound, CleanerConfig, CleaningRound};
 pub use retention::RetentionConfig;
@@ -214,64 +220,8 @@ pub struct PartitionLog {
     /// Files renamed to `*.deleted` by retention, waiting for file_delete_delay_ms to pass.
     /// In memory only: `open` removes every `*.deleted` file it finds.
     pending_deletes: Vec<retention::PendingDelete>,
-}
-
-/// Marks a log whose background flush failed; below every real offset, so `max` ignores it.
-const FLUSH_FAILED: i64 = i64::MIN;
-
-/// A rolled segment's files to fsync, and the recovery point to publish once they are durable.
-struct FlushJob {
-    disk: Disk,
-    /// The segment's `.log` and its indexes, with their paths.
-    files: Vec<(File, PathBuf)>,
-    /// Synced last, so the new files' entries are durable too.
-    dir: PathBuf,
-    flushed_through: Arc<AtomicI64>,
-    segment_fsyncs: Arc<AtomicU64>,
-    new_base_offset: i64,
-}
-
-/// One thread fsyncs rolled segments for every log, first in first out. A single queue keeps a
-/// log's flushes in roll order, so a later roll can never publish its recovery point before an
-/// earlier segment is durable.
-fn background_flusher() -> &'static std::sync::mpsc::Sender<FlushJob> {
-    static FLUSHER: std::sync::OnceLock<std::sync::mpsc::Sender<FlushJob>> =
-        std::sync::OnceLock::new();
-    FLUSHER.get_or_init(|| {
-        let (sender, receiver) = std::sync::mpsc::channel::<FlushJob>();
-        let spawned = std::thread::Builder::new()
-            .name("segment-flush".into())
-            .spawn(move || {
-                for job in receiver {
-                    // The directory handle comes last, so the new files' entries are durable too.
-                    // After one failure a log publishes nothing more from here: its later segments
-                    // may be durable, but an earlier one is not. `flush` then syncs them all inline.
-                    if job.flushed_through.load(Ordering::SeqCst) == FLUSH_FAILED {
-                        continue;
-                    }
-                    let synced = job
-                        .files
-                        .iter()
-                        .try_for_each(|(file, path)| job.disk.sync_all(file, path))
-                        .and_then(|()| job.disk.sync_dir(&job.dir));
-                    match synced {
-                        Ok(()) => {
-                            job.segment_fsyncs.fetch_add(1, Ordering::Relaxed);
-                            job.flushed_through
-                                .fetch_max(job.new_base_offset, Ordering::SeqCst);
-                        }
-                        Err(e) => {
-                            tracing::error!("background segment flush failed: {e}");
-                            job.flushed_through.store(FLUSH_FAILED, Ordering::SeqCst);
-                        }
-                    }
-                }
-            });
-        if let Err(e) = spawned {
-            tracing::error!("cannot start the segment flusher, rolls will flush inline: {e}");
-        }
-        sender
-    })
+    /// Where each leader epoch starts; kept within [log start offset, log end offset].
+    leader_epochs: LeaderEpochCache,
 }
 
 impl fmt::Debug for PartitionLog {
@@ -301,6 +251,7 @@ impl PartitionLog {
     ) -> Result<PartitionLog, LogError> {
         let config = config.normalized();
         let loaded = recovery::load(disk, dir, &config, &options, now_ms)?;
+        let leader_epochs = load_leader_epochs(disk, dir, &loaded)?;
         Ok(PartitionLog {
             disk: disk.clone(),
             dir: dir.to_path_buf(),
@@ -318,6 +269,7 @@ impl PartitionLog {
             // Loading may have created, deleted or renamed files.
             dir_needs_sync: true,
             pending_deletes: Vec::new(),
+            leader_epochs,
         })
     }
 
@@ -371,6 +323,9 @@ impl PartitionLog {
         {
             self.roll(now_ms)?;
         }
+        // The first batch of a new epoch starts it (no I/O otherwise). Before the write, so a
+        // batch on disk is always covered by the epoch file.
+        self.leader_epochs.assign(leader_epoch, base_offset)?;
         // Everything stamped lies in the header: stamp a copy of it and write it before the
         // untouched records, so the batch itself is never copied.
         let (head, records) = batch.split_at(RECORD_BATCH_OVERHEAD);
@@ -457,6 +412,29 @@ impl PartitionLog {
         self.log_end_offset
     }
 
+    /// This broker leads the partition in `epoch` from now on (Kafka's `makeLeader`): the epoch
+    /// starts at the log end offset unless the cache already has it. Kafka does this when a
+    /// partition is created or loaded, so `leader-epoch-checkpoint` exists before any append.
+    pub fn become_leader(&mut self, epoch: i32) -> Result<(), LogError> {
+        self.leader_epochs.assign(epoch, self.log_end_offset)?;
+        Ok(())
+    }
+
+    /// Each leader epoch with the offset of its first batch, oldest first.
+    pub fn leader_epochs(&self) -> &[EpochEntry] {
+        self.leader_epochs.entries()
+    }
+
+    /// The base offset of the first segment: `log-start-offset-checkpoint` lists a log only when
+    /// its log start offset lies above this, as Kafka's does.
+    pub fn first_segment_base_offset(&self) -> i64 {
+        self.inactive
+            .keys()
+            .next()
+            .copied()
+            .unwrap_or(self.active.base_offset())
+    }
+
     /// The base offset of the segment appends go to; it changes exactly when a roll happens.
     pub fn active_segment_base_offset(&self) -> i64 {
         self.active.base_offset()
@@ -483,68 +461,6 @@ impl PartitionLog {
     /// How many times a segment's indexes were fsynced inline since the log was opened.
     pub fn index_flushes(&self) -> u64 {
         self.index_flushes
-    }
-
-    /// fsyncs the data and indexes of every segment that may hold offsets at or above the
-    /// recovery point, then the directory when files came or went, and only then moves the
-    /// recovery point to the log end offset. A caller persists the recovery point (checkpoint)
-    /// only after this returns.
-    pub fn flush(&mut self) -> Result<(), LogError> {
-        self.recovery_point = self.recovery_point();
-        let first_unflushed = self
-            .inactive
-            .range(..=self.recovery_point)
-            .next_back()
-            .map(|(base, _)| *base);
-        let unflushed = match first_unflushed {
-            Some(base) => self.inactive.range(base..),
-            None => self.inactive.range(..),
-        };
-        if self.recovery_point < self.active.base_offset() {
-            for segment in unflushed.map(|(_, segment)| segment) {
-                segment.flush(&self.segment_fsyncs)?;
-                self.index_flushes += 1;
-            }
-        }
-        if self.recovery_point < self.log_end_offset {
-            // Only the `.log`: after a crash, recovery re-validates the segment holding the
-            // recovery point and everything after it, and rebuilds their indexes, so the
-            // active segment's indexes need not be durable. That saves two of the three fsyncs
-            // of every flush (with log.flush.interval.messages=1, of every produce). A segment
-            // whose indexes were skipped gets them fsynced when it rolls (`roll`), before the
-            // recovery point can pass it.
-            self.active.flush_log(&self.segment_fsyncs)?;
-        }
-        if self.dir_needs_sync {
-            // New segment files are only reachable after a crash once their directory entries
-            // are durable.
-            self.disk.sync_dir(&self.dir)?;
-            self.dir_needs_sync = false;
-        }
-        self.recovery_point = self.log_end_offset;
-        self.last_flush_ms = self.latest_now_ms;
-        Ok(())
-    }
-
-    /// Flushes when there is unflushed data and flush_interval_ms has passed since the last flush.
-    pub fn flush_if_due(&mut self, now_ms: i64) -> Result<(), LogError> {
-        self.latest_now_ms = now_ms;
-        let due = now_ms.saturating_sub(self.last_flush_ms) >= self.config.flush_interval_ms;
-        if due && self.recovery_point < self.log_end_offset {
-            self.flush()?;
-        }
-        Ok(())
-    }
-
-    /// Clean close: writes the active segment's final time-index entry, trims both indexes to
-    /// their valid size (so a reopen, or Kafka's tools, read the entry count from the length) and
-    /// fsyncs everything. The log stays usable: a later append grows the indexes again.
-    pub fn close(&mut self) -> Result<(), LogError> {
-        self.active.on_become_inactive()?;
-        // The indexes here; `flush` fsyncs the `.log` (once) and moves the recovery point.
-        self.active.flush_indexes()?;
-        self.index_flushes += 1;
-        self.flush()
     }
 
     /// Segments in offset order starting with the one that holds `offset` (the first one when
@@ -574,4 +490,27 @@ impl PartitionLog {
             .next()
             .map_or(self.active.base_offset(), |(base, _)| *base)
     }
+}
+
+/// The leader-epoch cache of a freshly loaded log, cut to the log's offsets as Kafka's loader
+/// does: entries below the log start offset move up to it, and entries starting past the log
+/// end offset (recovery truncated the log below them) go. An unreadable file is replaced: the
+/// partition's next `become_leader` writes it again.
+fn load_leader_epochs(
+    disk: &Disk,
+    dir: &Path,
+    loaded: &recovery::Loaded,
+) -> Result<LeaderEpochCache, LogError> {
+    let mut cache = LeaderEpochCache::open(disk, dir).unwrap_or_else(|error| {
+        tracing::warn!(dir = %dir.display(), %error, "unreadable leader-epoch-checkpoint, starting it over");
+        LeaderEpochCache::empty(disk, dir)
+    });
+    if cache
+        .latest()
+        .is_some_and(|latest| latest.start_offset > loaded.log_end_offset)
+    {
+        cache.truncate_from_end(loaded.log_end_offset)?;
+    }
+    cache.truncate_from_start(loaded.log_start_offset)?;
+    Ok(cache)
 }

@@ -178,6 +178,8 @@ impl PartitionLog {
             });
         }
         self.raise_log_start_offset(new_log_start_offset);
+        self.leader_epochs
+            .truncate_from_start(self.log_start_offset)?;
         Ok(self.log_start_offset)
     }
 
@@ -276,6 +278,13 @@ impl PartitionLog {
             paths: renamed,
         });
         result?;
+        // The renames are made durable before the caller checkpoints the new log start offset:
+        // `log-start-offset-checkpoint` omits a log whose start is its first segment's base
+        // offset, so a deleted segment coming back after a crash would bring its records back.
+        self.disk.sync_dir(&self.dir)?;
+        self.dir_needs_sync = false;
+        self.leader_epochs
+            .truncate_from_start(self.log_start_offset)?;
         if delay_ms <= 0 {
             self.remove_deleted_files(now_ms)?;
         }

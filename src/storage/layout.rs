@@ -33,6 +33,12 @@ pub fn lock_directory(disk: &Disk, dir: &Path) -> anyhow::Result<File> {
     Ok(file)
 }
 
+/// Removes `<dir>/.lock` at the end of a clean shutdown, as Kafka does; the lock itself goes
+/// when the process (or the `File` from `lock_directory`) does.
+pub fn remove_lock_file(disk: &Disk, dir: &Path) -> std::io::Result<()> {
+    disk.remove_file_if_exists(&dir.join(".lock"))
+}
+
 /// Reads `meta.properties` (KRaft v1) or writes a new one; returns the cluster id.
 pub fn read_or_write_meta_properties(
     disk: &Disk,
@@ -68,13 +74,15 @@ pub fn read_or_write_meta_properties(
     Ok(cluster_id)
 }
 
-/// `partition.metadata`: `version: 0` and the topic id. Written before any data is appended.
+/// `partition.metadata`: `version: 0` and the topic id, byte for byte as Kafka writes it (no
+/// newline after the id). Written before any data is appended.
 pub fn write_partition_metadata(disk: &Disk, dir: &Path, topic_id: Uuid) -> std::io::Result<()> {
-    let text = format!("version: 0\ntopic_id: {}\n", encode_kafka_uuid(topic_id));
+    let text = format!("version: 0\ntopic_id: {}", encode_kafka_uuid(topic_id));
     disk.write_file_durably(&dir.join("partition.metadata"), text.as_bytes())
 }
 
 /// The topic id a partition directory's `partition.metadata` holds; `None` if it has none.
+/// Files with a newline after the id (as sluice wrote them before) read the same.
 pub fn read_topic_id(disk: &Disk, dir: &Path) -> anyhow::Result<Option<Uuid>> {
     let path = dir.join("partition.metadata");
     let Ok(text) = disk.read_to_string(&path) else {
@@ -164,6 +172,22 @@ mod tests {
         let text = encode_kafka_uuid(id);
         assert_eq!(text.len(), 22);
         assert_eq!(decode_kafka_uuid(&text), Some(id));
+    }
+
+    #[test]
+    fn partition_metadata_is_kafkas_bytes_and_old_files_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = decode_kafka_uuid("eVA65AtiQ7W8mmgS9VDvjQ").unwrap();
+        write_partition_metadata(&Disk::real(), dir.path(), id).unwrap();
+        let path = dir.path().join("partition.metadata");
+        // What Kafka 4.1 writes: no newline after the id.
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            b"version: 0\ntopic_id: eVA65AtiQ7W8mmgS9VDvjQ"
+        );
+        assert_eq!(read_topic_id(&Disk::real(), dir.path()).unwrap(), Some(id));
+        std::fs::write(&path, "version: 0\ntopic_id: eVA65AtiQ7W8mmgS9VDvjQ\n").unwrap();
+        assert_eq!(read_topic_id(&Disk::real(), dir.path()).unwrap(), Some(id));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The set of partition logs in the log directory (Kafka's LogManager): `meta.properties`, the
 //! directory lock, topic directories `<topic>-<partition>/` with `partition.metadata`, the
-//! recovery-point and log-start-offset checkpoints, and the `.kafka_cleanshutdown` marker.
+//! recovery-point, replication-offset (high watermark) and log-start-offset checkpoints, and the
+//! `.kafka_cleanshutdown` marker.
 //!
 //! It owns the topic registry (name → topic id and partitions) and creates and deletes topics.
 //! It sees batch bytes and offsets, never request types. Appends wake long-polling fetches
@@ -11,6 +12,7 @@ mod cleaning;
 pub mod consumer_offsets;
 mod errors;
 mod layout;
+mod maintenance;
 mod partition;
 mod topic;
 mod topic_settings;
@@ -37,8 +39,12 @@ pub use partition::{
 pub use topic::{validate_topic_name, Topic};
 pub use topic_settings::{TopicConfigs, TopicSettings};
 
+use maintenance::checkpoint_map;
+
 const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
 const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
+/// Kafka's high-watermark checkpoint; written for Kafka's tools and brokers, never read here.
+const REPLICATION_OFFSET_CHECKPOINT: &str = "replication-offset-checkpoint";
 const CLEAN_SHUTDOWN_MARKER: &str = ".kafka_cleanshutdown";
 
 /// All partition logs of the broker's one log directory.
@@ -90,10 +96,13 @@ impl LogManager {
             &disk,
             &log_dir.join(LOG_START_OFFSET_CHECKPOINT),
         ));
-        let cleaner_checkpoints = checkpoint_map(read_checkpoint(
-            &disk,
-            &log_dir.join(cleaning::CLEANER_OFFSET_CHECKPOINT),
-        ));
+        let cleaner_checkpoint = log_dir.join(cleaning::CLEANER_OFFSET_CHECKPOINT);
+        let cleaner_checkpoints = checkpoint_map(read_checkpoint(&disk, &cleaner_checkpoint));
+        if !disk.exists(&cleaner_checkpoint) {
+            // Kafka's log cleaner creates it, empty, at start-up; so the log directory holds
+            // the same files, written or not.
+            write_checkpoint(&disk, &cleaner_checkpoint, &[])?;
+        }
         let topic_configs = topic::read_topic_configs(&disk, &log_dir)?;
         let dynamic = DynamicBrokerConfigs::read(&disk, &log_dir)?;
         // Kafka logs and skips dynamic configs it cannot apply rather than refusing to start.
@@ -445,77 +454,9 @@ impl LogManager {
         Ok(())
     }
 
-    /// Flushes logs whose `flush.ms` interval has passed (the flush scheduler's tick).
-    pub fn flush_due(&self, now_ms: i64) {
-        for partition in self.all_partitions() {
-            if let Err(e) = partition.with_state(|state| Ok(state.log.flush_if_due(now_ms)?)) {
-                tracing::error!(partition = %partition, "flush failed: {e}");
-            }
-        }
-    }
-
-    /// Deletes segments past their topic's retention (Kafka's retention check), and any whose
-    /// `.deleted` files have waited `file.delete.delay.ms`. Returns the segments deleted.
-    pub fn enforce_retention(&self, now_ms: i64) -> usize {
-        let mut deleted = 0;
-        for topic in self.topics() {
-            let retention = topic.settings().retention;
-            for partition in &topic.partitions {
-                match partition.enforce_retention(&retention, now_ms) {
-                    Ok(count) => deleted += count,
-                    Err(e) => tracing::error!(partition = %partition, "retention failed: {e}"),
-                }
-            }
-        }
-        if deleted > 0 {
-            tracing::info!(segments = deleted, "deleted segments past retention");
-            if let Err(e) = self.write_checkpoints() {
-                tracing::error!("writing checkpoints after retention failed: {e}");
-            }
-        }
-        deleted
-    }
-
-    /// Forgets idempotent producers idle for `producer.id.expiration.ms`.
-    pub fn expire_producers(&self, now_ms: i64) {
-        let expiration_ms = self.config.producer_id_expiration_ms;
-        for partition in self.all_partitions() {
-            partition.expire_producers(now_ms, expiration_ms);
-        }
-    }
-
-    /// Writes the recovery-point and log-start-offset checkpoints (atomically, fsynced).
-    pub fn write_checkpoints(&self) -> std::io::Result<()> {
-        if self.disk.is_offline() {
-            // Offline partitions answer no offsets: an empty checkpoint would lose them.
-            return Err(Disk::offline_error());
-        }
-        let _writing = self
-            .checkpoint_write
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let mut recovery = Vec::new();
-        let mut starts = Vec::new();
-        for partition in self.all_partitions() {
-            if let Ok((recovery_point, log_start)) = partition.checkpoint_offsets() {
-                recovery.push((partition.topic.clone(), partition.index, recovery_point));
-                starts.push((partition.topic.clone(), partition.index, log_start));
-            }
-        }
-        write_checkpoint(
-            &self.disk,
-            &self.log_dir.join(RECOVERY_POINT_CHECKPOINT),
-            &recovery,
-        )?;
-        write_checkpoint(
-            &self.disk,
-            &self.log_dir.join(LOG_START_OFFSET_CHECKPOINT),
-            &starts,
-        )
-    }
-
     /// Clean shutdown: close every log (flush, final time-index entry, trimmed indexes), write
-    /// the checkpoints, and only then the clean-shutdown marker.
+    /// the checkpoints, and only then the clean-shutdown marker. Last, `.lock` is removed as
+    /// Kafka removes it; the lock is held until the process exits.
     pub fn shutdown(&self) -> anyhow::Result<()> {
         let mut all_closed = true;
         for partition in self.all_partitions() {
@@ -535,6 +476,7 @@ impl LogManager {
                 &self.log_dir.join(CLEAN_SHUTDOWN_MARKER),
             )?;
         }
+        layout::remove_lock_file(&self.disk, &self.log_dir)?;
         Ok(())
     }
 
@@ -566,17 +508,4 @@ fn apply_settings(topic: &Topic, settings: TopicSettings) {
         });
     }
     topic.set_settings(settings);
-}
-
-fn checkpoint_map(
-    entries: std::io::Result<Vec<(String, i32, i64)>>,
-) -> HashMap<(String, i32), i64> {
-    match entries {
-        Ok(entries) => entries.into_iter().map(|(t, p, o)| ((t, p), o)).collect(),
-        Err(e) => {
-            // Kafka resets an unreadable checkpoint: recovery starts from offset 0.
-            tracing::warn!("unreadable checkpoint, recovering from the start: {e}");
-            HashMap::new()
-        }
-    }
 }

@@ -26,8 +26,9 @@ use crate::log::{LogError, PartitionLog, RetentionConfig, SegmentSlice};
 use crate::producer::{snapshot, ProducerStateManager, SequenceCheck, SequenceError};
 use crate::record_batch::header::BatchHeader;
 
-/// The partition leader epoch stamped into stored batches; a single node is the leader of
-/// every partition from its creation and never changes leader.
+/// The leader epoch of every partition: a single node leads each partition from its creation
+/// and never hands it over, so it stays Kafka's first epoch. Stamped into every stored batch and
+/// recorded in each partition's `leader-epoch-checkpoint`.
 const LEADER_EPOCH: i32 = 0;
 
 /// Producer snapshots kept per partition (the newest two, as Kafka keeps).
@@ -176,6 +177,16 @@ pub struct LogStats {
     pub segment_fsyncs: u64,
 }
 
+/// What the checkpoint files record of a partition: `recovery-point-offset-checkpoint`,
+/// `replication-offset-checkpoint` (the high watermark), and `log-start-offset-checkpoint`
+/// (only when the log start is past the first segment's base offset, as Kafka writes it).
+pub(super) struct CheckpointOffsets {
+    pub(super) recovery_point: i64,
+    pub(super) high_watermark: i64,
+    pub(super) log_start_offset: i64,
+    pub(super) first_segment_base_offset: i64,
+}
+
 /// A partition's log and the producer state that must change atomically with it.
 pub(super) struct PartitionState {
     pub(super) log: PartitionLog,
@@ -225,14 +236,17 @@ pub struct Partition {
 }
 
 impl Partition {
-    /// Wraps an opened log, rebuilding producer state from the newest snapshot at or below the
-    /// log end offset and the batch headers after it (`docs/log-format.md` §13.5, "Read").
+    /// Wraps an opened log, which becomes leader in `LEADER_EPOCH` as a Kafka partition does
+    /// when it is created or loaded, rebuilding producer state from the newest snapshot at or
+    /// below the log end offset and the batch headers after it (`docs/log-format.md` §13.5,
+    /// "Read").
     pub(super) fn new(
         topic: String,
         index: i32,
         dir: PathBuf,
-        log: PartitionLog,
+        mut log: PartitionLog,
     ) -> Result<Partition, LogError> {
+        log.become_leader(LEADER_EPOCH)?;
         let producers = rebuild_producer_state(&dir, &log)?;
         Ok(Partition {
             topic,
@@ -480,9 +494,16 @@ impl Partition {
         })
     }
 
-    /// `(recovery point, log start offset)`, for the checkpoint files.
-    pub(super) fn checkpoint_offsets(&self) -> Result<(i64, i64), PartitionError> {
-        self.with_state(|state| Ok((state.log.recovery_point(), state.log.log_start_offset())))
+    /// What the log directory's checkpoint files record of this partition.
+    pub(super) fn checkpoint_offsets(&self) -> Result<CheckpointOffsets, PartitionError> {
+        self.with_state(|state| {
+            Ok(CheckpointOffsets {
+                recovery_point: state.log.recovery_point(),
+                high_watermark: state.high_watermark(),
+                log_start_offset: state.log.log_start_offset(),
+                first_segment_base_offset: state.log.first_segment_base_offset(),
+            })
+        })
     }
 
     /// Runs `f` on the log and producer state under the partition's lock: for storage's own

@@ -4,6 +4,7 @@
 mod append_read;
 mod cleaner;
 mod kafka_compat;
+mod leader_epochs;
 mod recovery;
 mod retention;
 mod timestamps;

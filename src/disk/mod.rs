@@ -24,6 +24,7 @@
 //! earlier, so sluice keeps serving.)
 
 mod fault;
+pub mod names;
 
 use std::io::{self, Write};
 use std::os::fd::AsRawFd;
@@ -419,9 +420,7 @@ impl Write for SequentialWriter {
 
 /// `<path>.tmp`, where durable writes stage their bytes.
 pub fn temporary_path(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_os_string();
-    name.push(".tmp");
-    PathBuf::from(name)
+    names::with_suffix(path, names::TEMP_SUFFIX)
 }
 
 /// Reads exactly `buf.len()` bytes at `position` of an open file.

@@ -25,7 +25,7 @@ use super::checkpoint::{read_checkpoint_file, write_checkpoint_file};
 use crate::disk::Disk;
 
 /// The file's name in the partition directory.
-pub const LEADER_EPOCH_CHECKPOINT_FILE: &str = "leader-epoch-checkpoint";
+pub use crate::disk::names::LEADER_EPOCH_CHECKPOINT;
 
 /// One leader epoch and the offset of its first batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +49,7 @@ impl LeaderEpochCache {
     /// Kafka drops them, by assigning the entries one after another. A file that cannot be
     /// parsed is an `InvalidData` error.
     pub fn open(disk: &Disk, dir: &Path) -> io::Result<LeaderEpochCache> {
-        let path = dir.join(LEADER_EPOCH_CHECKPOINT_FILE);
+        let path = dir.join(LEADER_EPOCH_CHECKPOINT);
         let read = read_checkpoint_file(disk, &path, parse_entry)?;
         let mut cache = LeaderEpochCache {
             disk: disk.clone(),
@@ -66,7 +66,7 @@ impl LeaderEpochCache {
     pub fn empty(disk: &Disk, dir: &Path) -> LeaderEpochCache {
         LeaderEpochCache {
             disk: disk.clone(),
-            path: dir.join(LEADER_EPOCH_CHECKPOINT_FILE),
+            path: dir.join(LEADER_EPOCH_CHECKPOINT),
             entries: Vec::new(),
         }
     }
@@ -183,7 +183,7 @@ mod tests {
     }
 
     fn file_text(dir: &Path) -> String {
-        std::fs::read_to_string(dir.join(LEADER_EPOCH_CHECKPOINT_FILE)).expect("read file")
+        std::fs::read_to_string(dir.join(LEADER_EPOCH_CHECKPOINT)).expect("read file")
     }
 
     #[test]
@@ -191,13 +191,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut cache = LeaderEpochCache::open(&Disk::default(), dir.path()).unwrap();
         assert!(cache.entries().is_empty());
-        assert!(!dir.path().join(LEADER_EPOCH_CHECKPOINT_FILE).exists());
+        assert!(!dir.path().join(LEADER_EPOCH_CHECKPOINT).exists());
         assert!(cache.assign(0, 0).unwrap());
         assert_eq!(file_text(dir.path()), "0\n1\n0 0\n");
         // Appends in the current epoch change nothing and write nothing.
-        std::fs::remove_file(dir.path().join(LEADER_EPOCH_CHECKPOINT_FILE)).unwrap();
+        std::fs::remove_file(dir.path().join(LEADER_EPOCH_CHECKPOINT)).unwrap();
         assert!(!cache.assign(0, 57).unwrap());
-        assert!(!dir.path().join(LEADER_EPOCH_CHECKPOINT_FILE).exists());
+        assert!(!dir.path().join(LEADER_EPOCH_CHECKPOINT).exists());
         assert!(cache.assign(3, 120).unwrap());
         assert_eq!(file_text(dir.path()), "0\n2\n0 0\n3 120\n");
         let reopened = LeaderEpochCache::open(&Disk::default(), dir.path()).unwrap();
@@ -242,10 +242,10 @@ mod tests {
         assert_eq!(cache.entries(), &[entry(2, 70)]);
         assert_eq!(file_text(dir.path()), "0\n1\n2 70\n");
         // Below the first entry nothing changes, and nothing is written.
-        std::fs::remove_file(dir.path().join(LEADER_EPOCH_CHECKPOINT_FILE)).unwrap();
+        std::fs::remove_file(dir.path().join(LEADER_EPOCH_CHECKPOINT)).unwrap();
         cache.truncate_from_start(60).unwrap();
         assert_eq!(cache.entries(), &[entry(2, 70)]);
-        assert!(!dir.path().join(LEADER_EPOCH_CHECKPOINT_FILE).exists());
+        assert!(!dir.path().join(LEADER_EPOCH_CHECKPOINT).exists());
     }
 
     #[test]
@@ -270,7 +270,7 @@ mod tests {
         // Kafka 4.1 after CreateTopics, then after DeleteRecords to offset 20, and with a
         // history of leader changes.
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(LEADER_EPOCH_CHECKPOINT_FILE);
+        let path = dir.path().join(LEADER_EPOCH_CHECKPOINT);
         for (text, expected) in [
             ("0\n1\n0 0\n", vec![entry(0, 0)]),
             ("0\n1\n0 20\n", vec![entry(0, 20)]),
@@ -292,7 +292,7 @@ mod tests {
     #[test]
     fn malformed_files_are_invalid_data() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(LEADER_EPOCH_CHECKPOINT_FILE);
+        let path = dir.path().join(LEADER_EPOCH_CHECKPOINT);
         for text in [
             "1\n0\n",
             "0\n2\n0 0\n",

@@ -11,7 +11,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use std::path::Path;
 
-use super::retention::DELETED_SUFFIX;
 use super::scan::{BatchScanner, ScanStep, LOOKUP_CHUNK_BYTES};
 use super::segment::{
     delete_segment_files, segment_file, LogSegment, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX,
@@ -20,8 +19,7 @@ use super::segment::{
 use super::{LogConfig, LogError, OpenOptions};
 use crate::disk::Disk;
 
-const CLEANED_SUFFIX: &str = ".cleaned";
-const SWAP_SUFFIX: &str = ".swap";
+use crate::disk::names::{offset_of_file, CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX};
 
 pub(super) struct Loaded {
     pub(super) inactive: BTreeMap<i64, LogSegment>,
@@ -174,11 +172,11 @@ fn segment_base_offsets(disk: &Disk, dir: &Path) -> Result<Vec<i64>, LogError> {
         let Some(name) = path.file_name().and_then(|name| name.to_str()) else {
             continue;
         };
-        if let Some(base) = base_offset_of(name, LOG_SUFFIX) {
+        if let Some(base) = offset_of_file(name, LOG_SUFFIX) {
             logs.insert(base);
         } else if [INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX]
             .iter()
-            .any(|s| base_offset_of(name, s).is_some())
+            .any(|s| offset_of_file(name, s).is_some())
         {
             indexes.push(path);
         }
@@ -198,15 +196,6 @@ fn segment_base_offsets(disk: &Disk, dir: &Path) -> Result<Vec<i64>, LogError> {
         }
     }
     Ok(logs.into_iter().collect())
-}
-
-/// `<digits><suffix>` → the number; None for any other name.
-fn base_offset_of(name: &str, suffix: &str) -> Option<i64> {
-    let stem = name.strip_suffix(suffix)?;
-    if stem.is_empty() || !stem.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    stem.parse().ok()
 }
 
 /// Kafka's temporary files: `*.deleted` (segments awaiting async deletion) and `*.cleaned`
@@ -248,7 +237,7 @@ fn clean_temporary_files(disk: &Disk, dir: &Path) -> Result<(), LogError> {
             .unwrap_or_default();
         let log_base = name
             .strip_suffix(SWAP_SUFFIX)
-            .and_then(|inner| base_offset_of(inner, LOG_SUFFIX));
+            .and_then(|inner| offset_of_file(inner, LOG_SUFFIX));
         match log_base {
             Some(base) if base < min_cleaned_base => swap_in(disk, dir, path, base)?,
             _ => {}

@@ -24,12 +24,10 @@ use super::segment::{
 use super::{LogError, PartitionLog};
 use crate::disk::Disk;
 
-/// Appended to a removed segment's file names until the files are removed; `open` removes any
-/// it finds.
-pub(super) const DELETED_SUFFIX: &str = ".deleted";
-/// Producer-state snapshots belong to the producer module. Kafka deletes the snapshot named after
-/// a deleted segment's base offset together with the segment, and so do we; no other snapshot.
-const SNAPSHOT_SUFFIX: &str = ".snapshot";
+// A removed segment's files get the `.deleted` suffix until they are removed (`open` removes
+// any it finds). Kafka deletes the producer snapshot named after a deleted segment's base offset
+// together with the segment, and so do we; no other snapshot.
+use crate::disk::names::{with_suffix, DELETED_SUFFIX, SNAPSHOT_SUFFIX};
 
 /// Delete-retention settings, named after Kafka's topic configs, units last.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -322,7 +320,7 @@ fn rename_for_deletion(
         SNAPSHOT_SUFFIX,
     ] {
         let from = segment_file(dir, base_offset, suffix);
-        let to = segment_file(dir, base_offset, &format!("{suffix}{DELETED_SUFFIX}"));
+        let to = with_suffix(&from, DELETED_SUFFIX);
         match disk.rename(&from, &to) {
             Ok(()) => renamed.push(to),
             Err(error) if error.kind() == io::ErrorKind::NotFound => {}

@@ -23,15 +23,9 @@ use crate::record_batch::header::BatchHeader;
 
 mod recovery;
 
-pub(super) const LOG_SUFFIX: &str = ".log";
-pub(super) const INDEX_SUFFIX: &str = ".index";
-pub(super) const TIME_INDEX_SUFFIX: &str = ".timeindex";
-pub(super) const TXN_INDEX_SUFFIX: &str = ".txnindex";
-
-/// `<dir>/<base offset, 20 digits><suffix>`, Kafka's segment file name.
-pub(super) fn segment_file(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
-    dir.join(format!("{base_offset:020}{suffix}"))
-}
+pub(super) use crate::disk::names::{
+    offset_file as segment_file, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
+};
 
 /// Removes every file of the segment at `base_offset`; missing files are fine.
 pub(super) fn delete_segment_files(disk: &Disk, dir: &Path, base_offset: i64) -> io::Result<()> {

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use crate::disk::Disk;
 
 const BLOCK_SIZE: i64 = 1000;
-const FILE_NAME: &str = "sluice-producer-id-block";
+use crate::disk::names::PRODUCER_ID_BLOCK_FILE;
 
 pub struct ProducerIdAllocator {
     disk: Disk,
@@ -19,7 +19,7 @@ pub struct ProducerIdAllocator {
 
 impl ProducerIdAllocator {
     pub fn open(disk: &Disk, log_dir: &Path) -> std::io::Result<ProducerIdAllocator> {
-        let path = log_dir.join(FILE_NAME);
+        let path = log_dir.join(PRODUCER_ID_BLOCK_FILE);
         let reserved_until = match disk.read_to_string_if_exists(&path)? {
             Some(text) => text.trim().parse::<i64>().map_err(|e| {
                 std::io::Error::new(

@@ -14,26 +14,20 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
 use super::{BatchMetadata, ProducerEntry};
-use crate::disk::Disk;
+use crate::disk::{names, Disk};
 
 const VERSION: i16 = 1;
 const HEADER_BYTES: usize = 10;
 const ENTRY_BYTES: usize = 46;
-const SUFFIX: &str = ".snapshot";
-
 pub fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {
-    dir.join(format!("{offset:020}{SUFFIX}"))
+    names::offset_file(dir, offset, names::SNAPSHOT_SUFFIX)
 }
 
 /// Snapshot files of a partition directory as (offset, path), oldest first.
 pub fn list_snapshots(disk: &Disk, dir: &Path) -> std::io::Result<Vec<(i64, PathBuf)>> {
     let mut found = Vec::new();
     for entry in disk.list_dir(dir)? {
-        if let Some(offset) = entry
-            .name()
-            .strip_suffix(SUFFIX)
-            .and_then(|s| s.parse::<i64>().ok())
-        {
+        if let Some(offset) = names::offset_of_file(entry.name(), names::SNAPSHOT_SUFFIX) {
             found.push((offset, entry.path));
         }
     }

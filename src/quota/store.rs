@@ -21,7 +21,7 @@ use crate::disk::Disk;
 
 use super::entity::{EntityName, QuotaEntity, QuotaKey, QuotaOverrides};
 
-pub const QUOTA_FILE_NAME: &str = "client-quotas";
+pub use crate::disk::names::QUOTA_FILE as QUOTA_FILE_NAME;
 const HEADER: &str = "version: 0";
 const DEFAULT_NAME: &str = "<default>";
 

@@ -15,7 +15,7 @@ use std::path::Path;
 pub use crate::config::broker::{check, BrokerConfigError};
 use crate::disk::Disk;
 
-const BROKER_CONFIGS_FILE: &str = "sluice-broker-configs";
+use crate::disk::names::BROKER_CONFIGS_FILE;
 const DEFAULT_ENTITY: &str = "default";
 
 /// Every entity's dynamic configs: the cluster default under "" and brokers under their id.

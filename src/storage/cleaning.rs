@@ -14,7 +14,7 @@ use super::{LogManager, Partition, PartitionError};
 use crate::log::checkpoint::write_checkpoint;
 use crate::log::{CleanOutcome, CleanerConfig};
 
-pub(super) const CLEANER_OFFSET_CHECKPOINT: &str = "cleaner-offset-checkpoint";
+use crate::disk::names::CLEANER_OFFSET_CHECKPOINT;
 
 impl LogManager {
     /// One pass of the log cleaner at `now_ms`; returns the number of rounds that ran.

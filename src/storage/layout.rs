@@ -9,7 +9,7 @@ use base64::Engine;
 use uuid::Uuid;
 
 use crate::config::parse_properties;
-use crate::disk::{Disk, File};
+use crate::disk::{names, Disk, File};
 
 /// Kafka writes ids as 22-character unpadded base64url of the UUID's 16 bytes.
 pub fn encode_kafka_uuid(id: Uuid) -> String {
@@ -23,7 +23,7 @@ pub fn decode_kafka_uuid(text: &str) -> Option<Uuid> {
 
 /// Takes an exclusive lock on `<dir>/.lock`, as Kafka does, so two brokers never share a directory.
 pub fn lock_directory(disk: &Disk, dir: &Path) -> anyhow::Result<File> {
-    let file = disk.open_or_create(&dir.join(".lock"))?;
+    let file = disk.open_or_create(&dir.join(names::LOCK_FILE))?;
     file.try_lock().map_err(|e| {
         anyhow::anyhow!(
             "log directory {} is in use by another process: {e}",
@@ -36,7 +36,7 @@ pub fn lock_directory(disk: &Disk, dir: &Path) -> anyhow::Result<File> {
 /// Removes `<dir>/.lock` at the end of a clean shutdown, as Kafka does; the lock itself goes
 /// when the process (or the `File` from `lock_directory`) does.
 pub fn remove_lock_file(disk: &Disk, dir: &Path) -> std::io::Result<()> {
-    disk.remove_file_if_exists(&dir.join(".lock"))
+    disk.remove_file_if_exists(&dir.join(names::LOCK_FILE))
 }
 
 /// Reads `meta.properties` (KRaft v1) or writes a new one; returns the cluster id.
@@ -45,7 +45,7 @@ pub fn read_or_write_meta_properties(
     dir: &Path,
     node_id: i32,
 ) -> anyhow::Result<String> {
-    let path = dir.join("meta.properties");
+    let path = dir.join(names::META_PROPERTIES);
     if let Ok(text) = disk.read_to_string(&path) {
         let props = parse_properties(&text);
         let get = |k: &str| {
@@ -78,13 +78,13 @@ pub fn read_or_write_meta_properties(
 /// newline after the id). Written before any data is appended.
 pub fn write_partition_metadata(disk: &Disk, dir: &Path, topic_id: Uuid) -> std::io::Result<()> {
     let text = format!("version: 0\ntopic_id: {}", encode_kafka_uuid(topic_id));
-    disk.write_file_durably(&dir.join("partition.metadata"), text.as_bytes())
+    disk.write_file_durably(&dir.join(names::PARTITION_METADATA), text.as_bytes())
 }
 
 /// The topic id a partition directory's `partition.metadata` holds; `None` if it has none.
 /// Files with a newline after the id (as sluice wrote them before) read the same.
 pub fn read_topic_id(disk: &Disk, dir: &Path) -> anyhow::Result<Option<Uuid>> {
-    let path = dir.join("partition.metadata");
+    let path = dir.join(names::PARTITION_METADATA);
     let Ok(text) = disk.read_to_string(&path) else {
         return Ok(None);
     };
@@ -108,7 +108,7 @@ pub fn read_or_write_partition_metadata(
             if known != id {
                 anyhow::bail!(
                     "{}: topic id {id} differs from the topic's {known}",
-                    dir.join("partition.metadata").display()
+                    dir.join(names::PARTITION_METADATA).display()
                 );
             }
         }
@@ -135,12 +135,9 @@ pub fn partition_dirs(disk: &Disk, dir: &Path) -> std::io::Result<Vec<(String, i
 }
 
 pub fn parse_partition_dir_name(name: &str) -> Option<(String, i32)> {
-    if name.ends_with("-delete") || name.ends_with("-future") || name.ends_with("-stray") {
-        return None;
-    }
-    let (topic, partition) = name.rsplit_once('-')?;
-    let partition: i32 = partition.parse().ok()?;
-    (partition >= 0 && super::validate_topic_name(topic).is_ok())
+    let (topic, partition) = names::parse_partition_dir(name)?;
+    super::validate_topic_name(topic)
+        .is_ok()
         .then(|| (topic.to_string(), partition))
 }
 
@@ -150,7 +147,7 @@ pub fn remove_deleted_topic_dirs(disk: &Disk, dir: &Path) {
         return;
     };
     for entry in entries {
-        if entry.name().ends_with("-delete") {
+        if entry.name().ends_with(names::DELETE_DIR_SUFFIX) {
             if let Err(e) = disk.remove_dir_all(&entry.path) {
                 tracing::warn!(dir = %entry.path.display(), "cannot remove deleted partition: {e}");
             }

@@ -4,9 +4,9 @@
 
 use std::collections::HashMap;
 
-use super::{
-    LogManager, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
-    REPLICATION_OFFSET_CHECKPOINT,
+use super::LogManager;
+use crate::disk::names::{
+    LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
 };
 use crate::disk::Disk;
 use crate::log::checkpoint::write_checkpoint;

@@ -41,11 +41,10 @@ pub use topic_settings::{TopicConfigs, TopicSettings};
 
 use maintenance::checkpoint_map;
 
-const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
-const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
-/// Kafka's high-watermark checkpoint; written for Kafka's tools and brokers, never read here.
-const REPLICATION_OFFSET_CHECKPOINT: &str = "replication-offset-checkpoint";
-const CLEAN_SHUTDOWN_MARKER: &str = ".kafka_cleanshutdown";
+use crate::disk::names::{
+    self, CLEANER_OFFSET_CHECKPOINT, CLEAN_SHUTDOWN_MARKER, LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+};
 
 /// All partition logs of the broker's one log directory.
 pub struct LogManager {
@@ -96,7 +95,7 @@ impl LogManager {
             &disk,
             &log_dir.join(LOG_START_OFFSET_CHECKPOINT),
         ));
-        let cleaner_checkpoint = log_dir.join(cleaning::CLEANER_OFFSET_CHECKPOINT);
+        let cleaner_checkpoint = log_dir.join(CLEANER_OFFSET_CHECKPOINT);
         let cleaner_checkpoints = checkpoint_map(read_checkpoint(&disk, &cleaner_checkpoint));
         if !disk.exists(&cleaner_checkpoint) {
             // Kafka's log cleaner creates it, empty, at start-up; so the log directory holds
@@ -306,7 +305,7 @@ impl LogManager {
                 // The partitions opened so far are closed by now: remove every directory of
                 // the failed topic, so a restart does not bring back a topic never created.
                 for index in 0..num_partitions {
-                    let dir = self.log_dir.join(format!("{name}-{index}"));
+                    let dir = self.log_dir.join(names::partition_dir(name, index));
                     if let Err(e) = self.disk.remove_dir_all(&dir) {
                         if e.kind() != std::io::ErrorKind::NotFound {
                             tracing::error!(dir = %dir.display(), "cannot remove a partition of a failed topic creation: {e}");
@@ -400,7 +399,7 @@ impl LogManager {
         settings: &TopicSettings,
         now_ms: i64,
     ) -> Result<Arc<Partition>, TopicError> {
-        let dir = self.log_dir.join(format!("{name}-{index}"));
+        let dir = self.log_dir.join(names::partition_dir(name, index));
         let open = || -> Result<Partition, LogError> {
             self.disk.create_dir_all(&dir)?;
             layout::write_partition_metadata(&self.disk, &dir, id)?;
@@ -434,11 +433,10 @@ impl LogManager {
         };
         for partition in &topic.partitions {
             partition.retire();
-            let renamed = self.log_dir.join(format!(
-                "{}-{}.{}-delete",
-                topic.name,
+            let renamed = self.log_dir.join(names::deleted_partition_dir(
+                &topic.name,
                 partition.index,
-                topic.id.simple()
+                &topic.id.simple().to_string(),
             ));
             if let Err(e) = self.disk.rename(&partition.dir, &renamed) {
                 tracing::error!(dir = %partition.dir.display(), "cannot rename deleted partition: {e}");

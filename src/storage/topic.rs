@@ -13,7 +13,7 @@ use super::topic_settings::TopicSettings;
 use crate::disk::Disk;
 
 /// Where sluice keeps topic configs set at creation; Kafka keeps them in its metadata log.
-const TOPIC_CONFIGS_FILE: &str = "sluice-topic-configs";
+use crate::disk::names::TOPIC_CONFIGS_FILE;
 
 /// Kafka's rule: 1..=249 characters of `[a-zA-Z0-9._-]`, and not `.` or `..`.
 pub fn validate_topic_name(name: &str) -> Result<(), TopicError> {

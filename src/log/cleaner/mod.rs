@@ -47,11 +47,10 @@ use crate::config::topic::TopicValues;
 
 use super::segment::{delete_segment_files, segment_file, LogSegment, LOG_SUFFIX};
 use super::{LogError, PartitionLog};
+use crate::disk::names::{with_suffix, SWAP_SUFFIX};
 use crate::disk::Disk;
 
 mod rewrite;
-
-const SWAP_SUFFIX: &str = ".log.swap";
 
 /// A compacted topic's cleaner settings, named after Kafka's configs, units last.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -301,7 +300,10 @@ impl PartitionLog {
     /// Replaces the group's old segments with its written file (the module comment's step 4).
     fn swap_in(&mut self, group: &CleanedGroup, now_ms: i64) -> Result<(), LogError> {
         let first_base = group.replaced[0].0;
-        let swap_path = segment_file(&self.dir, first_base, SWAP_SUFFIX);
+        let swap_path = with_suffix(
+            &segment_file(&self.dir, first_base, LOG_SUFFIX),
+            SWAP_SUFFIX,
+        );
         self.disk.rename(&group.cleaned_path, &swap_path)?;
         // From here the old segments go away: a failure cannot be undone, so the log directory
         // goes offline and a restart completes the swap from the `.swap` file (`recovery.rs`).

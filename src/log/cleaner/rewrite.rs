@@ -8,6 +8,7 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use super::{CleanedGroup, CleanedRound, CleaningRound, SourceSegment};
+use crate::disk::names::{with_suffix, CLEANED_SUFFIX, LOG_SUFFIX};
 use crate::disk::{Disk, File, SequentialWriter};
 use crate::log::scan::{BatchScanner, ScanStep, RECOVERY_CHUNK_BYTES};
 use crate::log::segment::segment_file;
@@ -15,8 +16,6 @@ use crate::log::LogError;
 use crate::record_batch::compression::compress;
 use crate::record_batch::header::{self, BatchHeader, RECORD_BATCH_OVERHEAD};
 use crate::record_batch::records::{for_each_record, records_of};
-
-const CLEANED_SUFFIX: &str = ".log.cleaned";
 
 /// What a round counts against `log.cleaner.dedupe.buffer.size` for each distinct key, beside
 /// the key's bytes: the table slot (key handle, offset, control byte) at the table's lowest
@@ -57,7 +56,10 @@ impl CleaningRound {
             bytes_before: self.bytes_before,
         };
         for group in self.groups_below(map.end_offset) {
-            let cleaned_path = segment_file(&self.dir, group[0].base_offset, CLEANED_SUFFIX);
+            let cleaned_path = with_suffix(
+                &segment_file(&self.dir, group[0].base_offset, LOG_SUFFIX),
+                CLEANED_SUFFIX,
+            );
             // Created new (a leftover means another round is writing), and registered before
             // it is written, so that a failure deletes the partial file too.
             let file = self.disk.create_new(&cleaned_path)?;

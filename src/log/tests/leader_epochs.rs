@@ -6,7 +6,7 @@ use std::fs;
 
 use super::*;
 use crate::disk::Disk;
-use crate::log::leader_epoch::{EpochEntry, LEADER_EPOCH_CHECKPOINT_FILE};
+use crate::log::leader_epoch::{EpochEntry, LEADER_EPOCH_CHECKPOINT};
 use crate::log::RetentionConfig;
 
 fn entries(pairs: &[(i32, i64)]) -> Vec<EpochEntry> {
@@ -20,7 +20,7 @@ fn entries(pairs: &[(i32, i64)]) -> Vec<EpochEntry> {
 }
 
 fn checkpoint_text(dir: &Path) -> String {
-    fs::read_to_string(dir.join(LEADER_EPOCH_CHECKPOINT_FILE)).expect("leader-epoch-checkpoint")
+    fs::read_to_string(dir.join(LEADER_EPOCH_CHECKPOINT)).expect("leader-epoch-checkpoint")
 }
 
 /// One-record batches, three to a segment.
@@ -43,7 +43,7 @@ fn becoming_leader_and_new_epochs_write_the_checkpoint() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut log = open(dir.path(), &config(), true, 0);
     assert!(log.leader_epochs().is_empty());
-    assert!(!dir.path().join(LEADER_EPOCH_CHECKPOINT_FILE).exists());
+    assert!(!dir.path().join(LEADER_EPOCH_CHECKPOINT).exists());
     log.become_leader(0).expect("leader");
     // What Kafka 4.1 writes for a partition it has just created.
     assert_eq!(checkpoint_text(dir.path()), "0\n1\n0 0\n");
@@ -72,11 +72,7 @@ fn delete_records_and_retention_cut_the_epochs_from_the_start() {
     log.advance_log_start_offset(5).expect("delete records");
     assert_eq!(checkpoint_text(dir.path()), "0\n1\n1 5\n");
     // Retention's log start offset (the first remaining segment's base) cuts them too.
-    fs::write(
-        dir.path().join(LEADER_EPOCH_CHECKPOINT_FILE),
-        "0\n2\n0 0\n1 4\n",
-    )
-    .expect("write");
+    fs::write(dir.path().join(LEADER_EPOCH_CHECKPOINT), "0\n2\n0 0\n1 4\n").expect("write");
     let options = OpenOptions {
         recovery_point: 0,
         log_start_offset: 0,
@@ -140,7 +136,7 @@ fn an_unreadable_checkpoint_is_started_over() {
     append(&mut log, 0, 2);
     log.close().expect("close");
     drop(log);
-    fs::write(dir.path().join(LEADER_EPOCH_CHECKPOINT_FILE), "garbage").expect("write");
+    fs::write(dir.path().join(LEADER_EPOCH_CHECKPOINT), "garbage").expect("write");
     let mut log = open(dir.path(), &config(), true, 0);
     assert!(log.leader_epochs().is_empty());
     log.become_leader(0).expect("leader");

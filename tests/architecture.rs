@@ -54,6 +54,19 @@ const FORBIDDEN_EDGES: &[Forbidden] = &[
     },
 ];
 
+/// Rule 2: the layers of ARCHITECTURE.md's diagram, bottom first. A top-level module imports
+/// only from layers below its own, so the diagram is what the imports show; a module that
+/// imports or is imported and is not listed here is reported, so a new module takes its place.
+const LAYERS: &[&[&str]] = &[
+    &["alloc_guard", "time"],
+    &["config", "disk", "record_batch"],
+    &["group", "log", "producer", "protocol", "quota"],
+    &["storage"],
+    &["api"],
+    &["network"],
+    &["server"],
+];
+
 /// Rule 2: top-level modules that may import only the listed ones.
 const ONLY_EDGES: &[OnlyEdges] = &[OnlyEdges {
     from: "disk",
@@ -508,10 +521,34 @@ fn check_imports(code: &[&SourceFile], all: &[SourceFile], out: &mut Vec<Violati
                 out.push(edge_violation(edge, from, to, rule.why));
             }
         }
+        match (layer_of(from), layer_of(to)) {
+            (Some(from_layer), Some(to_layer)) if from_layer <= to_layer => {
+                out.push(edge_violation(
+                    edge,
+                    from,
+                    to,
+                    &format!(
+                        "layer {from_layer} may import only from layers below it, and `{to}` is in layer {to_layer}"
+                    ),
+                ));
+            }
+            (Some(_), Some(_)) => {}
+            _ => out.push(edge_violation(
+                edge,
+                from,
+                to,
+                "every module that imports or is imported has a layer in LAYERS",
+            )),
+        }
     }
 
     report_cycles(&top, "top-level modules", out);
     report_cycles(&sub, "files of one module", out);
+}
+
+/// The layer of a top-level module in `LAYERS`, 0 at the bottom.
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|layer| layer.contains(&module))
 }
 
 fn edge_violation(edge: &Edge, from: &str, to: &str, why: &str) -> Violation {
@@ -1180,6 +1217,31 @@ mod checker {
             "//! A segment.\nuse crate::log::Log;\n",
         )]);
         assert_eq!(report(&files), Vec::<String>::new());
+    }
+
+    #[test]
+    fn rule_2_an_import_from_the_same_or_a_higher_layer_is_reported() {
+        let files = with(&[
+            (
+                "src/storage/mod.rs",
+                "//! Storage.\nuse crate::{log::Log, time, api};\n",
+            ),
+            (
+                "src/time.rs",
+                "//! Clocks.\nfn f() { crate::nowhere::g(); }\n",
+            ),
+        ]);
+        assert_reports(
+            &files,
+            &[
+                "src/storage/mod.rs:2: rule 2 (forbidden import): `storage` imports `api`: layer 3 may import only from layers below it, and `api` is in layer 4",
+            ],
+        );
+        let report = report(&files);
+        assert!(!report.iter().any(|l| l.contains("`storage` imports `log`")));
+        assert!(!report
+            .iter()
+            .any(|l| l.contains("`storage` imports `time`")));
     }
 
     #[test]

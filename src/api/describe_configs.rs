@@ -14,7 +14,7 @@ use kafka_protocol::ResponseError;
 
 use super::errors::code;
 use super::Broker;
-use crate::config::broker::{self as broker_config, BROKER};
+use crate::config::broker::{self as broker_config};
 use crate::config::topic::{self as topic_config, source, ConfigType, Resolved};
 use crate::config::Config;
 
@@ -266,7 +266,7 @@ fn default_broker_configs(default: &std::collections::BTreeMap<String, String>) 
 /// The broker settings DescribeConfigs reports for this node: (name, value, type), from the
 /// broker table's listed rows. Values are the ones in force.
 fn describe_broker_configs(config: &Config) -> Vec<(String, String, ConfigType)> {
-    BROKER
+    broker_config::settings()
         .iter()
         .filter_map(|s| Some((s.name.to_string(), s.shown(config)?, s.kind())))
         .collect()

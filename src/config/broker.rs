@@ -2,7 +2,7 @@
 //! default, how `server.properties` and `--override` values are checked and applied to
 //! `Config`, whether `kafka-configs --entity-type brokers` may change it at runtime, and whether
 //! DescribeConfigs lists it for the node's broker resource. Parsing, `Config::default()`,
-//! dynamic updates (`check`, `is_dynamic`) and broker DescribeConfigs all derive from `BROKER`.
+//! dynamic updates (`check`, `is_dynamic`) and broker DescribeConfigs all derive from it (`settings`).
 //!
 //! A topic config's broker synonym (`log.segment.bytes`, `log.retention.hours`, ...) is a row
 //! too, but its type and default come from the topic table (`topic.rs`): a synonym in the topic
@@ -47,6 +47,7 @@ enum Show {
 }
 
 /// One broker key.
+#[derive(Clone)]
 pub struct BrokerSetting {
     pub name: &'static str,
     kind: ConfigType,
@@ -169,7 +170,30 @@ fn listener(e: &super::Endpoint) -> String {
     format!("PLAINTEXT://{e}")
 }
 
-pub use table::BROKER;
+/// Every broker key sluice knows, in name order: the rows of the table below, and a plain
+/// synonym row (`syn(key, check_topic, No)`: checked as its topic config, listed by
+/// DescribeConfigs as every topic synonym is) for each topic config's broker synonym the table
+/// does not list. A new topic config with a broker synonym so needs a row here only when the
+/// synonym has a bound or a listing of its own.
+pub fn settings() -> &'static [BrokerSetting] {
+    static ALL: std::sync::OnceLock<Vec<BrokerSetting>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut all = table::BROKER.to_vec();
+        for def in topic::TOPIC_CONFIGS {
+            for (key, _) in def.synonyms {
+                let listed = all.iter().any(|setting| setting.name == *key);
+                if !listed && topic::broker_synonym(key).is_some() {
+                    all.push(syn(key, check_topic, Show::No));
+                }
+            }
+        }
+        all.sort_by_key(|setting| setting.name);
+        all
+    })
+}
+
+#[cfg(test)]
+pub(super) use table::BROKER;
 
 #[rustfmt::skip]
 mod table {
@@ -178,16 +202,12 @@ mod table {
     use super::Update::*;
     use super::*;
 
-    /// Every broker key sluice knows, in name order.
+    /// The broker keys that need a row of their own, in name order (see `settings`).
     pub const BROKER: &[BrokerSetting] = &[
     row("advertised.listeners", String, None, Static, set!(advertised_listener, parse_listener), Value(|c| listener(&c.advertised_listener))),
     row("auto.create.topics.enable", Boolean, Some("true"), Static, set!(auto_create_topics_enable, parse_bool), Value(|c| c.auto_create_topics_enable.to_string())),
     ignored("background.threads", KafkaOnly),
     ignored("broker.id", Static),
-    syn("compression.gzip.level", check_topic, No),
-    syn("compression.lz4.level", check_topic, No),
-    syn("compression.type", check_topic, No),
-    syn("compression.zstd.level", check_topic, No),
     ignored("controller.listener.names", Static),
     ignored("controller.quorum.bootstrap.servers", Static),
     ignored("controller.quorum.voters", Static),
@@ -202,16 +222,11 @@ mod table {
     row("listeners", String, Some("PLAINTEXT://127.0.0.1:9092"), Static, set!(listener, parse_listener), Value(|c| listener(&c.listener))),
     row("log.cleaner.backoff.ms", Long, Some("15000"), KafkaOnly, set!(log_cleaner_backoff_ms, min 1), No),
     row("log.cleaner.dedupe.buffer.size", Long, Some("134217728"), KafkaOnly, set!(log_cleaner_dedupe_buffer_bytes, min 1), No),
-    syn("log.cleaner.delete.retention.ms", check_topic, No),
     row("log.cleaner.enable", Boolean, Some("true"), Static, set!(log_cleaner_enable, parse_bool), No),
     ignored("log.cleaner.io.buffer.load.factor", KafkaOnly),
     ignored("log.cleaner.io.buffer.size", KafkaOnly),
     ignored("log.cleaner.io.max.bytes.per.second", KafkaOnly),
-    syn("log.cleaner.max.compaction.lag.ms", check_topic, No),
-    syn("log.cleaner.min.cleanable.ratio", check_topic, No),
-    syn("log.cleaner.min.compaction.lag.ms", check_topic, No),
     ignored("log.cleaner.threads", KafkaOnly),
-    syn("log.cleanup.policy", check_topic, No),
     row("log.dir", String, None, Static, set_log_dir, No),
     row("log.dirs", String, Some("./data"), Static, set_log_dir, Value(|c| c.log_dir.display().to_string())),
     syn("log.flush.interval.messages", check!(u64, min 1), Topic),
@@ -220,20 +235,14 @@ mod table {
     row("log.flush.scheduler.interval.ms", Long, Some("1000"), Static, set!(log_flush_scheduler_interval_ms, min 1), Value(|c| c.log_flush_scheduler_interval_ms.to_string())),
     syn("log.index.interval.bytes", check!(u64, min 0), Topic),
     syn("log.index.size.max.bytes", check!(u64, min 12), Topic),
-    syn("log.local.retention.bytes", check_topic, No),
-    syn("log.local.retention.ms", check_topic, No),
     syn("log.message.timestamp.after.max.ms", check!(i64, min 0), Topic),
     syn("log.message.timestamp.before.max.ms", check!(i64, min 0), Topic),
-    syn("log.message.timestamp.type", check_topic, No),
-    syn("log.preallocate", check_topic, No),
     syn("log.retention.bytes", check!(i64, min -1), No),
     row("log.retention.check.interval.ms", Long, Some("300000"), Static, set!(log_retention_check_interval_ms, min 1), No),
     syn("log.retention.hours", check_retention, No),
     syn("log.retention.minutes", check_retention, No),
     syn("log.retention.ms", check_retention, No),
     syn("log.roll.hours", check!(i64, min 1), No),
-    syn("log.roll.jitter.hours", check_topic, No),
-    syn("log.roll.jitter.ms", check_topic, No),
     syn("log.roll.ms", check!(i64, min 1), Topic),
     syn("log.segment.bytes", check!(u64, min 14), Topic),
     syn("log.segment.delete.delay.ms", check!(i64, min 0), No),
@@ -242,7 +251,6 @@ mod table {
     ignored("max.connections.per.ip", KafkaOnly),
     ignored("max.connections.per.ip.overrides", KafkaOnly),
     syn("message.max.bytes", check!(i32, min 0), Topic),
-    syn("min.insync.replicas", check_topic, No),
     row("node.id", Int, Some("1"), Static, set!(node_id, parse), Value(|c| c.node_id.to_string())),
     ignored("num.io.threads", KafkaOnly),
     ignored("num.network.threads", KafkaOnly),
@@ -272,16 +280,15 @@ mod table {
     ignored("socket.send.buffer.bytes", Static),
     ignored("transaction.state.log.min.isr", Static),
     ignored("transaction.state.log.replication.factor", Static),
-    syn("unclean.leader.election.enable", check_topic, No),
 ];
 }
 
 /// The row of `key`, if sluice knows it.
 pub fn find(key: &str) -> Option<&'static BrokerSetting> {
-    BROKER
-        .binary_search_by(|s| s.name.cmp(key))
+    let all = settings();
+    all.binary_search_by(|s| s.name.cmp(key))
         .ok()
-        .map(|i| &BROKER[i])
+        .map(|i| &all[i])
 }
 
 impl BrokerSetting {

@@ -129,7 +129,7 @@ impl Config {
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
         let mut config = Config::unset();
-        for setting in broker::BROKER {
+        for setting in broker::settings() {
             if let Some(default) = setting.default() {
                 setting.apply(&mut config, default)?;
             }

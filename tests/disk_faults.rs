@@ -125,6 +125,12 @@ async fn describe_log_dir_error(client: &mut Client) -> i16 {
     response.results[0].error_code
 }
 
+async fn delete_topic_error(client: &mut Client, topic: &str) -> i16 {
+    let request = DeleteTopicsRequest::default().with_topic_names(vec![topic_name(topic)]);
+    let response: DeleteTopicsResponse = client.call(ApiKey::DeleteTopics, 4, &request).await;
+    response.responses[0].error_code
+}
+
 async fn create(client: &mut Client, topic: &str, partitions: i32) -> i16 {
     create_topic_with_configs(client, topic, partitions, &[]).await
 }
@@ -212,6 +218,14 @@ async fn a_failed_fsync_takes_the_log_directory_offline_until_a_restart() {
         STORAGE_ERROR
     );
     assert_eq!(describe_log_dir_error(&mut client).await, STORAGE_ERROR);
+    // A topic whose directories cannot be renamed is not deleted: it would come back at the
+    // restart. It stays, refusing like every other topic.
+    assert_eq!(
+        delete_topic_error(&mut client, "other").await,
+        STORAGE_ERROR
+    );
+    let (error, _) = produce(&mut client, "other", 0, small_batch()).await;
+    assert_eq!(error, STORAGE_ERROR, "the topic is still there");
     broker.restart_after_failure().await;
     let mut client = broker.client().await;
     assert_eq!(describe_log_dir_error(&mut client).await, 0);

@@ -69,7 +69,7 @@ pub fn handle(
                 DescribeTopicPartitionsResponsePartition::default()
                     .with_partition_index(p.index)
                     .with_leader_id(node)
-                    .with_leader_epoch(0)
+                    .with_leader_epoch(p.leader_epoch())
                     .with_replica_nodes(vec![node])
                     .with_isr_nodes(vec![node])
                     .with_eligible_leader_replicas(Some(Vec::new()))

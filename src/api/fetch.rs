@@ -188,7 +188,8 @@ fn read_all(
             let partition = topic.as_ref().and_then(|t| t.partition(fetch.partition));
             match partition {
                 None => data.error_code = code(unknown),
-                Some(_) if fetch.current_leader_epoch > 0 => {
+                // A client ahead of this broker's epoch; none can be behind epoch 0.
+                Some(partition) if fetch.current_leader_epoch > partition.leader_epoch() => {
                     data.error_code = code(ResponseError::UnknownLeaderEpoch)
                 }
                 Some(partition) => {

@@ -30,7 +30,8 @@ pub fn handle(broker: &Broker, request: ListOffsetsRequest, version: i16) -> Lis
                         .with_offset(-1);
                     match topic.as_ref().and_then(|t| t.partition(p.partition_index)) {
                         None => response.error_code = code(ResponseError::UnknownTopicOrPartition),
-                        Some(_) if p.current_leader_epoch > 0 => {
+                        // A client ahead of this broker's epoch; none can be behind epoch 0.
+                        Some(partition) if p.current_leader_epoch > partition.leader_epoch() => {
                             response.error_code = code(ResponseError::UnknownLeaderEpoch)
                         }
                         Some(partition) => {
@@ -40,7 +41,7 @@ pub fn handle(broker: &Broker, request: ListOffsetsRequest, version: i16) -> Lis
                                     response.offset = offset;
                                     // Leader epochs exist from v4; setting one below fails the encode.
                                     if version >= 4 {
-                                        response.leader_epoch = 0;
+                                        response.leader_epoch = partition.leader_epoch();
                                     }
                                 }
                                 Err(e) => response.error_code = partition_error_code(&e),

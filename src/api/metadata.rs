@@ -148,7 +148,7 @@ fn describe(topic: &Topic, node: BrokerId, include_ops: bool) -> MetadataRespons
             MetadataResponsePartition::default()
                 .with_partition_index(p.index)
                 .with_leader_id(node)
-                .with_leader_epoch(0)
+                .with_leader_epoch(p.leader_epoch())
                 .with_replica_nodes(vec![node])
                 .with_isr_nodes(vec![node])
         })

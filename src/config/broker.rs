@@ -380,7 +380,14 @@ pub fn check(
     if !not_dynamic.is_empty() {
         return Err(BrokerConfigError::NotDynamic(not_dynamic));
     }
-    let not_in_sluice = names(&|u| matches!(u, Update::KafkaOnly | Update::Sluice));
+    let mut not_in_sluice = names(&|u| matches!(u, Update::KafkaOnly | Update::Sluice));
+    // sluice's own namespace: a key sluice does not know there is a typo, never a custom config.
+    not_in_sluice.extend(
+        configs
+            .keys()
+            .filter(|k| k.starts_with("sluice.") && find(k).is_none())
+            .cloned(),
+    );
     if !not_in_sluice.is_empty() {
         return Err(BrokerConfigError::NotDynamicInSluice(not_in_sluice));
     }

@@ -153,6 +153,10 @@ fn only_dynamic_keys_with_valid_values_pass() {
         check(&map(&[("sluice.max.partitions.per.topic", "5")])),
         Err(BrokerConfigError::NotDynamicInSluice(_))
     ));
+    assert!(matches!(
+        check(&map(&[("sluice.no.such.key", "5")])),
+        Err(BrokerConfigError::NotDynamicInSluice(_))
+    ));
     // Static in Kafka, whether sluice uses the key or ignores it.
     for key in ["broker.id", "log.cleaner.enable", "listeners"] {
         assert!(

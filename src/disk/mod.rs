@@ -282,6 +282,18 @@ impl Disk {
         self.sync_with(Op::DirSync, dir, || File::open(dir)?.sync_all())
     }
 
+    /// `sync_dir` for a directory that may be gone by now (a topic deleted while its rolled
+    /// segment waited for the background flush): a missing directory has nothing left to make
+    /// durable, as in Kafka's `flushDirIfExists`. Only a failed fsync takes the directory
+    /// offline.
+    pub fn sync_dir_if_exists(&self, dir: &Path) -> io::Result<()> {
+        self.sync_with(Op::DirSync, dir, || match File::open(dir) {
+            Ok(handle) => handle.sync_all(),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(error) => Err(error),
+        })
+    }
+
     fn sync_with(
         &self,
         op: Op,
@@ -421,16 +433,6 @@ impl Write for SequentialWriter {
 /// `<path>.tmp`, where durable writes stage their bytes.
 pub fn temporary_path(path: &Path) -> PathBuf {
     names::with_suffix(path, names::TEMP_SUFFIX)
-}
-
-/// Reads exactly `buf.len()` bytes at `position` of an open file.
-pub fn read_exact_at(file: &File, buf: &mut [u8], position: u64) -> io::Result<()> {
-    file.read_exact_at(buf, position)
-}
-
-/// Reads up to `buf.len()` bytes at `position`; returns how many.
-pub fn read_at(file: &File, buf: &mut [u8], position: u64) -> io::Result<usize> {
-    file.read_at(buf, position)
 }
 
 /// The current length of an open file.

@@ -104,3 +104,19 @@ fn durable_writes_replace_whole_files_and_renames_match_either_path() {
     assert_eq!(disk.read(&path).unwrap(), b"new");
     assert!(!disk.is_offline());
 }
+
+#[test]
+fn a_directory_deleted_before_its_background_sync_is_not_a_failure() {
+    let (disk, _plan, dir) = faulty();
+    let gone = dir.path().join("deleted-topic-0");
+    assert!(disk.sync_dir_if_exists(&gone).is_ok());
+    assert!(
+        !disk.is_offline(),
+        "a topic deleted meanwhile leaves the log directory online"
+    );
+    assert!(disk.sync_dir(&gone).is_err());
+    assert!(
+        disk.is_offline(),
+        "a directory that must exist and cannot be synced"
+    );
+}

@@ -47,7 +47,7 @@ pub(super) fn background_flusher() -> &'static std::sync::mpsc::Sender<FlushJob>
                         .files
                         .iter()
                         .try_for_each(|(file, path)| job.disk.sync_all(file, path))
-                        .and_then(|()| job.disk.sync_dir(&job.dir));
+                        .and_then(|()| job.disk.sync_dir_if_exists(&job.dir));
                     match synced {
                         Ok(()) => {
                             job.segment_fsyncs.fetch_add(1, Ordering::Relaxed);

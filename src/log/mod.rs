@@ -275,8 +275,10 @@ impl PartitionLog {
 
     /// Appends exactly one v2 batch, already validated by the caller. Rolls first if needed,
     /// stamps base offset := log end offset and the partition leader epoch into the stored copy
-    /// (neither is covered by the CRC; `batch` itself is left as it is), writes, maintains the indexes and fsyncs when flush_interval_messages
-    /// is reached. A batch larger than segment_bytes is refused with nothing written.
+    /// (neither is covered by the CRC; `batch` itself is left as it is), writes, maintains the
+    /// indexes and fsyncs when flush_interval_messages is reached. The first batch of a new
+    /// leader epoch first records the epoch in `leader-epoch-checkpoint`; later ones write
+    /// nothing more. A batch larger than segment_bytes is refused with nothing written.
     /// With `log_append_time` (a topic with `message.timestamp.type=LogAppendTime`) the batch is
     /// also marked LogAppendTime with max timestamp := `now_ms` and its CRC recomputed, as Kafka's
     /// validator does; rolling and the time index then see `now_ms`.

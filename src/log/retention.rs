@@ -176,9 +176,21 @@ impl PartitionLog {
             });
         }
         self.raise_log_start_offset(new_log_start_offset);
-        self.leader_epochs
-            .truncate_from_start(self.log_start_offset)?;
+        self.trim_leader_epochs();
         Ok(self.log_start_offset)
+    }
+
+    /// Cuts the leader-epoch cache to the log start offset. The log start offset has moved
+    /// already, so a failed write of `leader-epoch-checkpoint` is logged, not returned: the stale
+    /// file is harmless, since loading cuts it to the log start offset again (and a failed fsync
+    /// has taken the log directory offline on its own).
+    fn trim_leader_epochs(&mut self) {
+        if let Err(error) = self
+            .leader_epochs
+            .truncate_from_start(self.log_start_offset)
+        {
+            tracing::warn!(dir = %self.dir.display(), %error, "cannot rewrite leader-epoch-checkpoint");
+        }
     }
 
     /// Kafka's `updateLogStartOffset`: the recovery point follows the log start offset up, since
@@ -281,8 +293,7 @@ impl PartitionLog {
         // offset, so a deleted segment coming back after a crash would bring its records back.
         self.disk.sync_dir(&self.dir)?;
         self.dir_needs_sync = false;
-        self.leader_epochs
-            .truncate_from_start(self.log_start_offset)?;
+        self.trim_leader_epochs();
         if delay_ms <= 0 {
             self.remove_deleted_files(now_ms)?;
         }

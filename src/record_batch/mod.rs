@@ -19,6 +19,8 @@ pub mod encode;
 pub mod header;
 pub mod recompress;
 pub mod records;
+#[cfg(test)]
+pub(crate) mod test_batches;
 pub mod validate;
 pub mod walk;
 

@@ -255,46 +255,10 @@ impl<'a> VarintReader<'a> {
 #[cfg(test)]
 mod tests {
     use super::super::encode::{self, PlainRecord};
-    use super::super::header::{set_base_offset, BatchIter};
+    use super::super::header::set_base_offset;
+    use super::super::test_batches::{encode_batch, BatchSpec};
     use super::*;
     use kafka_protocol::records::Compression;
-
-    /// What the log's tests build a batch from: one keyed record per timestamp.
-    #[derive(Clone)]
-    struct BatchSpec {
-        base_offset: i64,
-        timestamps: Vec<i64>,
-        compression: Compression,
-        value_bytes: usize,
-    }
-
-    impl Default for BatchSpec {
-        fn default() -> Self {
-            BatchSpec {
-                base_offset: 0,
-                timestamps: vec![0],
-                compression: Compression::None,
-                value_bytes: 10,
-            }
-        }
-    }
-
-    /// One v2 batch built by kafka-protocol's encoder, as a client would send it.
-    fn encode_batch(spec: &BatchSpec) -> Vec<u8> {
-        let records = spec.timestamps.iter().enumerate().map(|(n, timestamp)| {
-            PlainRecord::new(
-                Some(Bytes::from(format!("key-{n}"))),
-                Some(Bytes::from(vec![b'a' + (n % 26) as u8; spec.value_bytes])),
-                *timestamp,
-            )
-        });
-        let mut batch = encode::batch(records, spec.compression)
-            .expect("encode")
-            .to_vec();
-        set_base_offset(&mut batch, spec.base_offset);
-        assert_eq!(BatchIter::new(&batch).count(), 1, "exactly one batch");
-        batch
-    }
 
     #[test]
     fn finds_records_in_plain_and_compressed_batches() {

@@ -7,7 +7,7 @@
 //! values skipped by moving an index over the request's own bytes.
 //!
 //! This is the record iteration Kafka's `LogValidator` runs after its batch-header checks
-//! (`api/produce_validation.rs` makes those first): exactly `records_count` well-formed records
+//! (`record_batch/validate.rs` makes those first): exactly `records_count` well-formed records
 //! and nothing left over.
 
 use std::io::{self, BufRead, BufReader, Read};

@@ -19,7 +19,7 @@ use crate::disk::names::CLEANER_OFFSET_CHECKPOINT;
 impl LogManager {
     /// One pass of the log cleaner at `now_ms`; returns the number of rounds that ran.
     pub fn clean_logs(&self, now_ms: i64) -> usize {
-        if !self.config.log_cleaner_enable {
+        if !self.config.log_cleaner_enable || self.is_offline() {
             return 0;
         }
         // One pass at a time: the background task's and `RunningBroker::run_cleaner_pass`'s.

@@ -11,9 +11,14 @@ use crate::disk::names::{
 use crate::disk::Disk;
 use crate::log::checkpoint::write_checkpoint;
 
+// While the log directory is offline these passes do nothing: every partition would only
+// refuse (and log) again; the failure was logged once when the directory went offline.
 impl LogManager {
     /// Flushes logs whose `flush.ms` interval has passed (the flush scheduler's tick).
     pub fn flush_due(&self, now_ms: i64) {
+        if self.is_offline() {
+            return;
+        }
         for partition in self.all_partitions() {
             if let Err(e) = partition.with_state(|state| Ok(state.log.flush_if_due(now_ms)?)) {
                 tracing::error!(partition = %partition, "flush failed: {e}");
@@ -24,6 +29,9 @@ impl LogManager {
     /// Deletes segments past their topic's retention (Kafka's retention check), and any whose
     /// `.deleted` files have waited `file.delete.delay.ms`. Returns the segments deleted.
     pub fn enforce_retention(&self, now_ms: i64) -> usize {
+        if self.is_offline() {
+            return 0;
+        }
         let mut deleted = 0;
         for topic in self.topics() {
             let retention = topic.settings().retention;

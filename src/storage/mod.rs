@@ -31,10 +31,9 @@ use crate::log::{LogError, OpenOptions, PartitionLog};
 use crate::producer::id_allocator::ProducerIdAllocator;
 pub use crate::producer::SequenceError;
 use broker_config::{BrokerConfigError, DynamicBrokerConfigs};
-pub use errors::TopicError;
+pub use errors::{PartitionError, TopicError};
 pub use partition::{
-    ActiveProducer, Isolation, LogStats, Partition, PartitionError, PartitionOffsets,
-    PartitionRead, ProducedBatch,
+    ActiveProducer, Isolation, LogStats, Partition, PartitionOffsets, PartitionRead, ProducedBatch,
 };
 pub use topic::{validate_topic_name, Topic};
 pub use topic_settings::{TopicConfigs, TopicSettings};
@@ -427,6 +426,11 @@ impl LogManager {
     /// Deletes a topic: its partitions stop serving at once, their directories are renamed
     /// `<topic>-<p>.<id>-delete` and removed, and the topic id is retired with them.
     pub fn delete_topic(&self, name: &str) -> Result<(), TopicError> {
+        // Its directories could not be renamed: the topic would vanish now and come back at
+        // the restart that brings the log directory online again.
+        if self.is_offline() {
+            return Err(TopicError::Storage(Disk::offline_error().to_string()));
+        }
         let topic = {
             let mut topics = self.topics.write().unwrap_or_else(|e| e.into_inner());
             topics.remove(name).ok_or(TopicError::UnknownTopic)?
@@ -499,11 +503,7 @@ fn topic_config_maps(
 /// Gives a topic new settings: its partitions' logs first, then the topic's own.
 fn apply_settings(topic: &Topic, settings: TopicSettings) {
     for partition in &topic.partitions {
-        // A deleted partition has nothing left to configure.
-        let _ = partition.with_state(|state| {
-            state.log.set_config(settings.log.clone());
-            Ok(())
-        });
+        partition.set_log_config(settings.log.clone());
     }
     topic.set_settings(settings);
 }

@@ -14,16 +14,17 @@
 //! produced batches and for the broker's own (`__consumer_offsets`) alike.
 
 use std::fmt;
-use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use tokio::sync::Notify;
 
+use super::errors::PartitionError;
 use crate::disk::Disk;
-use crate::log::{LogError, PartitionLog, RetentionConfig, SegmentSlice};
-use crate::producer::{snapshot, ProducerStateManager, SequenceCheck, SequenceError};
+use crate::log::{LogConfig, LogError, PartitionLog, RetentionConfig, SegmentSlice};
+use crate::producer::{snapshot, ProducerStateManager, SequenceCheck};
 use crate::record_batch::header::BatchHeader;
 
 /// The leader epoch of every partition: a single node leads each partition from its creation
@@ -36,80 +37,6 @@ const SNAPSHOTS_RETAINED: usize = 2;
 
 /// Bytes read per step while replaying batch headers into producer state.
 const REPLAY_READ_BYTES: usize = 1 << 20;
-
-/// Why an operation on a partition failed. `api` chooses the Kafka error code for each.
-#[derive(Debug)]
-pub enum PartitionError {
-    /// The topic was deleted while the request was in flight.
-    Deleted,
-    /// An offset below the log start offset or above the log end offset.
-    OffsetOutOfRange {
-        requested: i64,
-        log_start_offset: i64,
-        log_end_offset: i64,
-    },
-    /// A batch larger than the segment size can never be stored.
-    RecordTooLarge,
-    /// Bytes that are not what the format requires.
-    Corrupt(String),
-    /// The log directory failed an I/O operation.
-    Storage(io::Error),
-    /// An idempotent producer's batch was refused (fenced epoch or a sequence gap).
-    Sequence(SequenceError),
-}
-
-impl fmt::Display for PartitionError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PartitionError::Deleted => f.write_str("partition deleted"),
-            PartitionError::OffsetOutOfRange {
-                requested,
-                log_start_offset,
-                log_end_offset,
-            } => write!(
-                f,
-                "offset {requested} is outside the log [{log_start_offset}, {log_end_offset}]"
-            ),
-            PartitionError::RecordTooLarge => f.write_str("batch is larger than the segment size"),
-            PartitionError::Corrupt(reason) => write!(f, "corrupt log data: {reason}"),
-            PartitionError::Storage(error) => write!(f, "log I/O error: {error}"),
-            PartitionError::Sequence(error) => write!(f, "refused producer batch: {error:?}"),
-        }
-    }
-}
-
-impl std::error::Error for PartitionError {}
-
-impl From<LogError> for PartitionError {
-    fn from(error: LogError) -> Self {
-        match error {
-            LogError::OffsetOutOfRange {
-                requested,
-                log_start_offset,
-                log_end_offset,
-            } => PartitionError::OffsetOutOfRange {
-                requested,
-                log_start_offset,
-                log_end_offset,
-            },
-            LogError::RecordTooLarge => PartitionError::RecordTooLarge,
-            LogError::Corrupt(reason) => PartitionError::Corrupt(reason),
-            LogError::Io(error) => PartitionError::Storage(error),
-        }
-    }
-}
-
-impl From<io::Error> for PartitionError {
-    fn from(error: io::Error) -> Self {
-        PartitionError::Storage(error)
-    }
-}
-
-impl From<SequenceError> for PartitionError {
-    fn from(error: SequenceError) -> Self {
-        PartitionError::Sequence(error)
-    }
-}
 
 /// Which records a reader may see (a Fetch's or ListOffsets' `isolation_level`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -233,6 +160,9 @@ pub struct Partition {
     /// Woken after appends to this partition (and when it is retired), so that fetches parked
     /// on it, and only those, re-read it.
     appended: Arc<Notify>,
+    /// The log fsyncs every append (`flush.messages=1`): known before the lock is taken, so
+    /// that a produce waiting for the lock behind another's fsync waits off the async runtime.
+    flushes_every_append: AtomicBool,
 }
 
 impl Partition {
@@ -248,12 +178,14 @@ impl Partition {
     ) -> Result<Partition, LogError> {
         log.become_leader(LEADER_EPOCH)?;
         let producers = rebuild_producer_state(&dir, &log)?;
+        let flushes_every_append = AtomicBool::new(log.flushes_every_append());
         Ok(Partition {
             topic,
             index,
             dir,
             state: Mutex::new(Some(PartitionState { log, producers })),
             appended: Arc::new(Notify::new()),
+            flushes_every_append,
         })
     }
 
@@ -270,8 +202,8 @@ impl Partition {
         log_append_time: bool,
         now_ms: i64,
     ) -> Result<ProducedBatch, PartitionError> {
-        let (appended, produced) = self.with_state(|state| {
-            let append = |state: &mut PartitionState| {
+        let append = || {
+            self.with_state(|state| {
                 let log_start_offset = state.log.log_start_offset();
                 match state.producers.check(header)? {
                     SequenceCheck::Duplicate { base_offset } => Ok((
@@ -296,14 +228,15 @@ impl Partition {
                         ))
                     }
                 }
-            };
-            // An fsync per append would stall this worker's other connections.
-            if state.log.flushes_every_append() {
-                tokio::task::block_in_place(|| append(state))
-            } else {
-                append(state)
-            }
-        })?;
+            })
+        };
+        // An fsync per append would stall this worker's other connections, and so would
+        // waiting for the lock behind another append's fsync.
+        let (appended, produced) = if self.flushes_every_append.load(Ordering::Relaxed) {
+            tokio::task::block_in_place(append)?
+        } else {
+            append()?
+        };
         if appended {
             self.appended.notify_waiters();
         }
@@ -345,10 +278,17 @@ impl Partition {
         let offset = state.log.active_segment_base_offset();
         let disk = state.log.disk();
         if let Err(e) = snapshot::write(disk, &self.dir, offset, &entries) {
-            // Recovery rebuilds producer state from the log without it; only restart time suffers.
+            // Recovery rebuilds producer state from the log without it; only restart time
+            // suffers. (A failed fsync of it has taken the log directory offline, as any does.)
             tracing::warn!(partition = %self, offset, "producer snapshot at roll failed: {e}");
         }
         snapshot::prune(disk, &self.dir, SNAPSHOTS_RETAINED);
+    }
+
+    /// The partition's current leader epoch, as Metadata, ListOffsets and the leader-epoch
+    /// checks of Fetch and ListOffsets report and compare it.
+    pub fn leader_epoch(&self) -> i32 {
+        LEADER_EPOCH
     }
 
     /// A fetch's read: at most `max_bytes` from `fetch_offset`, up to what `isolation` may see
@@ -504,6 +444,17 @@ impl Partition {
                 first_segment_base_offset: state.log.first_segment_base_offset(),
             })
         })
+    }
+
+    /// Gives the log new settings (a topic config or dynamic broker config changed).
+    pub(super) fn set_log_config(&self, config: LogConfig) {
+        self.flushes_every_append
+            .store(config.flush_interval_messages == 1, Ordering::Relaxed);
+        // A deleted partition has nothing left to configure.
+        let _ = self.with_state(|state| {
+            state.log.set_config(config);
+            Ok(())
+        });
     }
 
     /// Runs `f` on the log and producer state under the partition's lock: for storage's own

@@ -11,50 +11,13 @@ mod timestamps;
 
 use std::path::Path;
 
-use bytes::Bytes;
 use kafka_protocol::records::Compression;
 
 use super::{LogConfig, OpenOptions, PartitionLog};
 use crate::config::Config;
-use crate::record_batch::encode::{self, PlainRecord};
-use crate::record_batch::header::{set_base_offset, BatchHeader, BatchIter};
+use crate::record_batch::header::{BatchHeader, BatchIter};
 
-#[derive(Debug, Clone)]
-pub(crate) struct BatchSpec {
-    pub(crate) base_offset: i64,
-    /// One record per timestamp.
-    pub(crate) timestamps: Vec<i64>,
-    pub(crate) compression: Compression,
-    pub(crate) value_bytes: usize,
-}
-
-impl Default for BatchSpec {
-    fn default() -> Self {
-        BatchSpec {
-            base_offset: 0,
-            timestamps: vec![0],
-            compression: Compression::None,
-            value_bytes: 10,
-        }
-    }
-}
-
-/// One v2 batch built by kafka-protocol's encoder, as a client would send it.
-pub(crate) fn encode_batch(spec: &BatchSpec) -> Vec<u8> {
-    let records = spec.timestamps.iter().enumerate().map(|(n, timestamp)| {
-        PlainRecord::new(
-            Some(Bytes::from(format!("key-{n}"))),
-            Some(Bytes::from(vec![b'a' + (n % 26) as u8; spec.value_bytes])),
-            *timestamp,
-        )
-    });
-    let mut batch = encode::batch(records, spec.compression)
-        .expect("encode")
-        .to_vec();
-    set_base_offset(&mut batch, spec.base_offset);
-    assert_eq!(BatchIter::new(&batch).count(), 1, "exactly one batch");
-    batch
-}
+pub(crate) use crate::record_batch::test_batches::{encode_batch, BatchSpec};
 
 /// A batch of `records` records all at `timestamp`, with values of `value_bytes`.
 pub(crate) fn batch(records: usize, timestamp: i64, value_bytes: usize) -> Vec<u8> {

@@ -34,6 +34,10 @@
 //! Tests that are not async use `start_blocking`, which owns a small runtime of its own (two
 //! worker threads) and stops the broker when the `BlockingEmbeddedBroker` is dropped. It must
 //! not be called, nor dropped, inside an async context.
+//!
+//! The broker shares the test process: its log lines go to whatever `tracing` subscriber the
+//! test installed (none by default), and the binary's guarded allocator (`alloc_guard`) is not
+//! installed, since a library cannot choose its user's global allocator.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};

@@ -175,6 +175,23 @@ async fn dropping_the_broker_on_a_multi_thread_runtime_stops_it_before_returning
     assert!(refuses_connections(addr));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_broker_on_a_multi_thread_runtime_waits_for_the_logs_to_close() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = EmbeddedBroker::builder()
+        .config("log.dirs", dir.path().display().to_string())
+        .start()
+        .await
+        .unwrap();
+    let marker = dir.path().join(".kafka_cleanshutdown");
+    assert!(!marker.exists(), "written only at a clean shutdown");
+    drop(broker);
+    assert!(
+        marker.exists(),
+        "the graceful shutdown finished within drop"
+    );
+}
+
 #[tokio::test]
 async fn dropping_the_broker_on_a_current_thread_runtime_stops_it_in_a_task() {
     let broker = EmbeddedBroker::builder().start().await.unwrap();

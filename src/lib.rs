@@ -3,6 +3,7 @@
 //! A request travels down the modules in this order:
 //!
 //! ```text
+//! embedded the broker started inside a Rust test (`EmbeddedBroker`), over `server`
 //! server   lifecycle: start, background flush/checkpoint tasks, graceful shutdown
 //! network  sockets, frames, bounded read-ahead, responses in request order
 //! protocol bytes ⇄ typed messages (kafka-protocol), the supported-versions table
@@ -19,6 +20,7 @@ pub mod alloc_guard;
 pub mod api;
 pub mod config;
 pub mod disk;
+pub mod embedded;
 pub mod group;
 pub mod log;
 pub mod network;
@@ -29,3 +31,5 @@ pub mod record_batch;
 pub mod server;
 pub mod storage;
 pub mod time;
+
+pub use embedded::{BlockingEmbeddedBroker, EmbeddedBroker, EmbeddedBrokerBuilder};

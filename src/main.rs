@@ -1,7 +1,9 @@
 //! The `sluice` binary: command line → configuration → logging → broker, then wait for SIGINT
-//! or SIGTERM and shut down gracefully. No broker logic lives here.
+//! or SIGTERM and shut down gracefully. No broker logic lives here. With `--ephemeral` the log
+//! directory is a fresh temporary directory, removed when the process exits (after a signal's
+//! graceful shutdown, or after a failure to start).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -25,6 +27,10 @@ struct Args {
     /// Overrides one property, e.g. --override log.dirs=/tmp/sluice (repeatable).
     #[arg(long = "override", value_name = "KEY=VALUE")]
     overrides: Vec<String>,
+    /// Keeps the data in a new temporary directory (under $TMPDIR), removed at exit; it
+    /// replaces the log.dirs of the config file. For tests and trials.
+    #[arg(long)]
+    ephemeral: bool,
 }
 
 fn main() -> ExitCode {
@@ -37,7 +43,16 @@ fn main() -> ExitCode {
         .init();
     let args = Args::parse();
     raise_open_file_limit();
-    let config = match load_config(&args) {
+    // Declared before the runtime, so it is removed after the runtime is gone.
+    let ephemeral_dir = match args.ephemeral.then(ephemeral_log_dir).transpose() {
+        Ok(dir) => dir,
+        Err(e) => {
+            eprintln!("sluice: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let log_dir_override = ephemeral_dir.as_ref().map(|dir| dir.path());
+    let config = match load_config(&args, log_dir_override) {
         Ok(config) => config,
         Err(e) => {
             eprintln!("sluice: {e}");
@@ -87,7 +102,18 @@ fn worker_threads_from_env() -> Result<Option<usize>, String> {
     }
 }
 
-fn load_config(args: &Args) -> Result<Config, String> {
+/// The temporary log directory of `--ephemeral`; dropping it removes it.
+fn ephemeral_log_dir() -> std::io::Result<tempfile::TempDir> {
+    let dir = tempfile::Builder::new()
+        .prefix("sluice-ephemeral-")
+        .tempdir()?;
+    tracing::info!(log_dir = %dir.path().display(), "ephemeral: data removed at exit");
+    Ok(dir)
+}
+
+/// The file's properties, then `--override`s, then `--ephemeral`'s log directory, which an
+/// explicit `--override log.dirs` (or `log.dir`) contradicts.
+fn load_config(args: &Args, ephemeral_log_dir: Option<&Path>) -> Result<Config, String> {
     let mut pairs = Vec::new();
     if let Some(path) = args.config.as_ref().or(args.config_positional.as_ref()) {
         pairs = Config::read_properties(path).map_err(|e| e.to_string())?;
@@ -97,6 +123,16 @@ fn load_config(args: &Args) -> Result<Config, String> {
             .split_once('=')
             .ok_or_else(|| format!("--override expects KEY=VALUE, got '{item}'"))?;
         pairs.push((key.trim().to_string(), value.trim().to_string()));
+        if ephemeral_log_dir.is_some() && matches!(key.trim(), "log.dirs" | "log.dir") {
+            return Err(format!(
+                "--ephemeral chooses the log directory; drop '{item}'"
+            ));
+        }
+    }
+    if let Some(dir) = ephemeral_log_dir {
+        // `Config::from_pairs` keeps the last value of a key, and applies log.dirs after
+        // log.dir, so this wins over the file's.
+        pairs.push(("log.dirs".to_string(), dir.display().to_string()));
     }
     Config::from_pairs(&pairs).map_err(|e| e.to_string())
 }

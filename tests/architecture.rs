@@ -65,6 +65,7 @@ const LAYERS: &[&[&str]] = &[
     &["api"],
     &["network"],
     &["server"],
+    &["embedded"],
 ];
 
 /// Rule 2: top-level modules that may import only the listed ones.

@@ -2,6 +2,7 @@
 //! committed `config/server.properties`, command-line overrides winning over the file, ignored
 //! Kafka keys logged once, and SIGTERM: parked requests answered, exit status 0, and the
 //! clean-shutdown marker and checkpoints Kafka writes, from which a restart serves everything.
+//! `--ephemeral`: the data lives in a new directory under $TMPDIR, removed at exit.
 
 mod common;
 
@@ -29,8 +30,14 @@ struct BrokerProcess {
 impl BrokerProcess {
     /// Starts the binary with `args` and waits for its "sluice is serving" line.
     fn start(args: &[&str]) -> BrokerProcess {
+        Self::start_with_env(args, &[])
+    }
+
+    /// `start`, with environment variables `env` set for the process.
+    fn start_with_env(args: &[&str], env: &[(&str, &Path)]) -> BrokerProcess {
         let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(args)
+            .envs(env.iter().copied())
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -69,9 +76,13 @@ impl BrokerProcess {
     }
 
     fn terminate(&self) {
+        self.signal(libc::SIGTERM);
+    }
+
+    fn signal(&self, signal: libc::c_int) {
         // SAFETY: kill(2) on the pid of a child this test spawned and has not yet reaped.
-        let sent = unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
-        assert_eq!(sent, 0, "SIGTERM");
+        let sent = unsafe { libc::kill(self.child.id() as libc::pid_t, signal) };
+        assert_eq!(sent, 0, "signal {signal}");
     }
 
     /// Waits up to 30 s for the process to exit.
@@ -337,4 +348,110 @@ async fn sigterm_answers_parked_fetches_and_shuts_down_cleanly() {
         "the restart sees the clean shutdown and skips recovery: {}",
         loaded[0]
     );
+}
+
+/// The entries of `dir`, by name.
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ephemeral_data_lives_in_a_temporary_directory_removed_at_sigterm_and_sigint() {
+    for (signal, name) in [(libc::SIGTERM, "SIGTERM"), (libc::SIGINT, "SIGINT")] {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = committed_server_properties();
+        // The file's log.dirs=./data is replaced by the temporary directory.
+        let args = [
+            "--ephemeral",
+            file.as_str(),
+            "--override",
+            "listeners=PLAINTEXT://127.0.0.1:0",
+        ];
+        let mut broker = BrokerProcess::start_with_env(&args, &[("TMPDIR", tmp.path())]);
+        let created = entries(tmp.path());
+        assert_eq!(
+            created.len(),
+            1,
+            "{name}: one directory in $TMPDIR: {created:?}"
+        );
+        assert!(created[0].starts_with("sluice-ephemeral-"), "{created:?}");
+        let log_dir = tmp.path().join(&created[0]);
+        let logged = broker.stderr_lines_containing("ephemeral");
+        assert!(
+            logged
+                .iter()
+                .any(|l| l.contains(&log_dir.display().to_string())),
+            "{name}: the directory is logged: {logged:?}"
+        );
+
+        let mut client = Client::connect(broker.addr).await;
+        create_topic(&mut client, "scratch", 1).await;
+        let stored = produce(
+            &mut client,
+            9,
+            "scratch",
+            0,
+            batch(3, Compression::None, now_ms()),
+        );
+        assert_eq!(stored.await.error_code, 0);
+        let segment = log_dir.join("scratch-0/00000000000000000000.log");
+        assert!(
+            std::fs::metadata(&segment).unwrap().len() > 0,
+            "{name}: the record is in the temporary directory"
+        );
+
+        broker.signal(signal);
+        let status = tokio::task::spawn_blocking(move || (broker.wait(), broker))
+            .await
+            .unwrap();
+        assert_eq!(status.0.code(), Some(0), "{name}: exit status");
+        assert!(!log_dir.exists(), "{name}: {} removed", log_dir.display());
+        assert_eq!(entries(tmp.path()), Vec::<String>::new(), "{name}");
+    }
+}
+
+#[test]
+fn ephemeral_removes_its_directory_when_start_up_fails() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The port is taken, so binding fails after the directory was created.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let listeners = format!("listeners=PLAINTEXT://{}", taken.local_addr().unwrap());
+    let output = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["--ephemeral", "--override", &listeners])
+        .env("TMPDIR", tmp.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot listen"), "{stderr}");
+    assert!(stderr.contains("sluice-ephemeral-"), "created: {stderr}");
+    assert_eq!(
+        entries(tmp.path()),
+        Vec::<String>::new(),
+        "removed: {stderr}"
+    );
+}
+
+#[test]
+fn ephemeral_refuses_an_explicit_log_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    for key in ["log.dirs", "log.dir"] {
+        let override_ = format!("{key}={}", tmp.path().join("data").display());
+        let output = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["--ephemeral", "--override", &override_])
+            .env("TMPDIR", tmp.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{key}: {stderr}");
+        assert!(stderr.contains("--ephemeral"), "{stderr}");
+        assert_eq!(entries(tmp.path()), Vec::<String>::new(), "{key}");
+    }
 }

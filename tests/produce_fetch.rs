@@ -333,3 +333,75 @@ async fn list_offsets_earliest_latest_and_by_timestamp() {
     );
     assert_eq!(ask(&mut client, query(base + 10_000)).await, (-1, -1));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_offsets_special_timestamps_need_their_version_and_no_offset_has_no_epoch() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "lo-special", 1).await;
+    produce(
+        &mut client,
+        9,
+        "lo-special",
+        0,
+        batch(5, Compression::None, now_ms()),
+    )
+    .await;
+    async fn ask(
+        client: &mut Client,
+        topic: &str,
+        timestamp: i64,
+        version: i16,
+    ) -> list_offsets_response::ListOffsetsPartitionResponse {
+        let request = ListOffsetsRequest::default()
+            .with_replica_id(BrokerId(-1))
+            .with_topics(vec![ListOffsetsTopic::default()
+                .with_name(topic_name(topic))
+                .with_partitions(vec![ListOffsetsPartition::default()
+                    .with_partition_index(0)
+                    .with_timestamp(timestamp)
+                    .with_current_leader_epoch(-1)])]);
+        let mut response: ListOffsetsResponse =
+            client.call(ApiKey::ListOffsets, version, &request).await;
+        response.topics.remove(0).partitions.remove(0)
+    }
+    const UNSUPPORTED_VERSION: i16 = 35;
+    // Each special timestamp and the first version that carries it, as Kafka 4.4 answers:
+    // -6 needs v11 (not served), -7 no version.
+    let first_versions = [
+        (-1, 1),
+        (-2, 1),
+        (-3, 7),
+        (-4, 8),
+        (-5, 9),
+        (-6, 11),
+        (-7, 99),
+    ];
+    for version in 1..=9 {
+        for (timestamp, first) in first_versions {
+            let p = ask(&mut client, "lo-special", timestamp, version).await;
+            let what = format!("v{version} timestamp {timestamp}");
+            if version >= first {
+                assert_eq!(p.error_code, 0, "{what}");
+            } else {
+                assert_eq!(p.error_code, UNSUPPORTED_VERSION, "{what}");
+                assert_eq!(
+                    (p.timestamp, p.offset, p.leader_epoch),
+                    (-1, -1, -1),
+                    "{what}"
+                );
+            }
+        }
+    }
+    // The version is checked before the topic, as Kafka does.
+    let p = ask(&mut client, "lo-no-such-topic", -3, 6).await;
+    assert_eq!(p.error_code, UNSUPPORTED_VERSION);
+    // An offset found carries the leader epoch; none found (latest tiered without tiered
+    // storage, a time past the last record) carries -1.
+    let p = ask(&mut client, "lo-special", -2, 9).await;
+    assert_eq!((p.offset, p.leader_epoch), (0, 0));
+    let p = ask(&mut client, "lo-special", -5, 9).await;
+    assert_eq!((p.error_code, p.offset, p.leader_epoch), (0, -1, -1));
+    let p = ask(&mut client, "lo-special", now_ms() + 3_600_000, 9).await;
+    assert_eq!((p.error_code, p.offset, p.leader_epoch), (0, -1, -1));
+}

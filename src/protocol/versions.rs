@@ -26,7 +26,9 @@ const fn api(key: ApiKey, advertised_min: i16, served_min: i16, max: i16) -> Api
 }
 
 /// Kafka 4.1's ranges (what a Kafka 4.1 broker's ApiVersions response lists) for the APIs
-/// sluice implements.
+/// sluice implements, except ListOffsets, which stops at v9 (Kafka 4.1 lists v10).
+/// `compat-tests/kafka/compare-api-versions.sh` compares this table with a running Kafka's;
+/// `compat-tests/FINDINGS.md` lists what differs from Kafka 4.4 and why.
 pub const SUPPORTED_APIS: &[ApiSupport] = &[
     api(ApiKey::Produce, 0, 3, 13),
     api(ApiKey::Fetch, 4, 4, 18),

@@ -92,17 +92,7 @@ async fn fetch_error(client: &mut Client, topic: &str) -> i16 {
 }
 
 async fn list_offsets_error(client: &mut Client, topic: &str) -> i16 {
-    let request = ListOffsetsRequest::default()
-        .with_replica_id(BrokerId(-1))
-        .with_topics(vec![list_offsets_request::ListOffsetsTopic::default()
-            .with_name(topic_name(topic))
-            .with_partitions(vec![
-                list_offsets_request::ListOffsetsPartition::default()
-                    .with_partition_index(0)
-                    .with_timestamp(-1),
-            ])]);
-    let response: ListOffsetsResponse = client.call(ApiKey::ListOffsets, 7, &request).await;
-    response.topics[0].partitions[0].error_code
+    data::list_offset(client, topic, 0, -1).await.error_code
 }
 
 async fn delete_records_error(client: &mut Client, topic: &str) -> i16 {

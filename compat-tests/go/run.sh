@@ -29,16 +29,9 @@ say() { echo "go/run.sh: $*"; }
 say "building the test binary"
 (cd "$here" && timeout 600 go mod download && timeout 600 go test -c -o "$work/compat.test" .)
 
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-free_port() {
-  python3 -c '
-import random, socket
-for _ in range(200):
-    p = random.randrange(20000, 32000)
-    try:
-        socket.socket().bind(("127.0.0.1", p)); print(p); break
-    except OSError: pass'
-}
+# free_port, port_open
+# shellcheck source=../kafka/lib.sh
+. "$here/../kafka/lib.sh"
 
 pid=""
 stop_broker() {

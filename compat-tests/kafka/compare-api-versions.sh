@@ -25,35 +25,9 @@ kafka_version="$(basename "$kafka_jar" .jar)"
 kafka_version="${kafka_version#kafka_2.13-}"
 
 work="$(mktemp -d /tmp/compare-api-versions-XXXXXX)"
-free_port() {
-  python3 -c '
-import random, socket
-for _ in range(200):
-    p = random.randrange(20000, 32000)
-    try:
-        socket.socket().bind(("127.0.0.1", p)); print(p); break
-    except OSError: pass'
-}
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-sluice_port="$(free_port)"
-kafka_port="$(free_port)"
-while [ "$kafka_port" = "$sluice_port" ]; do kafka_port="$(free_port)"; done
-sluice_pid=""
-cleanup() {
-  [ -n "$sluice_pid" ] && kill "$sluice_pid" 2>/dev/null && wait "$sluice_pid" 2>/dev/null
-  "$here/stop-kafka.sh" "$work/kafka" >/dev/null 2>&1 || true
-  if [ "${keep:-0}" = 1 ]; then echo "compare-api-versions.sh: kept $work" >&2; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
-
-mkdir -p "$work/sluice"
-"$bin" --override "listeners=PLAINTEXT://127.0.0.1:$sluice_port" --override "log.dirs=$work/sluice/data" \
-  > "$work/sluice/sluice.out" 2>&1 &
-sluice_pid=$!
-if ! "$here/start-kafka.sh" "$kafka_port" "$work/kafka" > /dev/null 2> "$work/kafka-start.err"; then
-  keep=1; cat "$work/kafka-start.err" >&2; exit 1
-fi
-for _ in $(seq 1 100); do port_open "$sluice_port" && break; sleep 0.1; done
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+start_side_by_side compare-api-versions.sh "$bin" "$work"
 
 api_versions() {
   "$here/run-class.sh" org.apache.kafka.tools.BrokerApiVersionsCommand --bootstrap-server "127.0.0.1:$1"

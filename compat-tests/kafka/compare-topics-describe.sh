@@ -16,31 +16,9 @@ if ! ls "$here/../.cache/kafka/libs"/kafka_2.13-*.jar >/dev/null 2>&1; then
 fi
 
 work="$(mktemp -d /tmp/compare-describe-XXXXXX)"
-free_port() {
-  python3 -c '
-import random, socket
-for _ in range(200):
-    p = random.randrange(20000, 32000)
-    try:
-        socket.socket().bind(("127.0.0.1", p)); print(p); break
-    except OSError: pass'
-}
-sluice_port="$(free_port)"
-kafka_port="$(free_port)"
-while [ "$kafka_port" = "$sluice_port" ]; do kafka_port="$(free_port)"; done
-sluice_pid=""
-cleanup() {
-  [ -n "$sluice_pid" ] && kill "$sluice_pid" 2>/dev/null && wait "$sluice_pid" 2>/dev/null
-  "$here/stop-kafka.sh" "$work/kafka" >/dev/null 2>&1 || true
-  if [ "${keep:-0}" = 1 ]; then echo "compare-topics-describe.sh: kept $work" >&2; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
-
-mkdir -p "$work/sluice"
-"$bin" --override "listeners=PLAINTEXT://127.0.0.1:$sluice_port" --override "log.dirs=$work/sluice/data" \
-  > "$work/sluice/sluice.out" 2>&1 &
-sluice_pid=$!
-"$here/start-kafka.sh" "$kafka_port" "$work/kafka" > /dev/null
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+start_side_by_side compare-topics-describe.sh "$bin" "$work"
 
 topics() { "$here/run-class.sh" org.apache.kafka.tools.TopicCommand --bootstrap-server "127.0.0.1:$1" "${@:2}"; }
 

@@ -12,17 +12,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 port="$1"; dir="$(mkdir -p "$2" && cd "$2" && pwd)"; shift 2
 timeout_s="${KAFKA_START_TIMEOUT_S:-60}"
 
-# Ports below the ephemeral range, so no reconnecting client can self-connect on them.
-free_port() {
-  python3 -c '
-import random, socket
-for _ in range(200):
-    p = random.randrange(20000, 32000)
-    try:
-        socket.socket().bind(("127.0.0.1", p)); print(p); break
-    except OSError: pass'
-}
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# shellcheck source=lib.sh
+. "$here/lib.sh"
 
 if [ -f "$dir/kafka.pid" ] && kill -0 "$(cat "$dir/kafka.pid")" 2>/dev/null; then
   echo "start-kafka.sh: already running with pid $(cat "$dir/kafka.pid")" >&2; exit 1

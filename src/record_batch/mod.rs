@@ -68,15 +68,7 @@ impl BatchError {
 
     /// The message, taken out of the error.
     pub fn into_message(self) -> String {
-        match self {
-            BatchError::Corrupt(message)
-            | BatchError::InvalidRecord(message)
-            | BatchError::MessageTooLarge(message)
-            | BatchError::UnsupportedCompression(message)
-            | BatchError::InvalidTimestamp(message)
-            | BatchError::Transactional(message)
-            | BatchError::RecompressFailed(message) => message,
-        }
+        self.message().to_owned()
     }
 }
 

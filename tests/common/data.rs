@@ -46,8 +46,13 @@ pub async fn create_topic_with_configs(
     response.topics[0].error_code
 }
 
-/// The log start offset of a partition (ListOffsets v7, timestamp -2: earliest).
-pub async fn earliest_offset(client: &mut Client, topic: &str, partition: i32) -> i64 {
+/// ListOffsets v7 for one partition at `timestamp` (-1 latest, -2 earliest, or a time).
+pub async fn list_offset(
+    client: &mut Client,
+    topic: &str,
+    partition: i32,
+    timestamp: i64,
+) -> list_offsets_response::ListOffsetsPartitionResponse {
     let request = ListOffsetsRequest::default()
         .with_replica_id(BrokerId(-1))
         .with_topics(vec![list_offsets_request::ListOffsetsTopic::default()
@@ -55,10 +60,15 @@ pub async fn earliest_offset(client: &mut Client, topic: &str, partition: i32) -
             .with_partitions(vec![
                 list_offsets_request::ListOffsetsPartition::default()
                     .with_partition_index(partition)
-                    .with_timestamp(-2),
+                    .with_timestamp(timestamp),
             ])]);
-    let response: ListOffsetsResponse = client.call(ApiKey::ListOffsets, 7, &request).await;
-    response.topics[0].partitions[0].offset
+    let mut response: ListOffsetsResponse = client.call(ApiKey::ListOffsets, 7, &request).await;
+    response.topics[0].partitions.remove(0)
+}
+
+/// The log start offset of a partition (ListOffsets v7, timestamp -2: earliest).
+pub async fn earliest_offset(client: &mut Client, topic: &str, partition: i32) -> i64 {
+    list_offset(client, topic, partition, -2).await.offset
 }
 
 /// A Produce request carrying `records` for one partition.

@@ -347,10 +347,10 @@ pub enum BrokerConfigError {
 impl std::fmt::Display for BrokerConfigError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            // Kafka prints a Scala Set.
+            // Kafka 4.4 prints a Java Set (4.1's broker printed a Scala one, `Set(...)`).
             BrokerConfigError::NotDynamic(names) => write!(
                 f,
-                "Cannot update these configs dynamically: Set({})",
+                "Cannot update these configs dynamically: [{}]",
                 names.join(", ")
             ),
             BrokerConfigError::NotDynamicInSluice(names) => write!(

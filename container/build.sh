@@ -1,15 +1,13 @@
 #!/usr/bin/env bash
 # Builds sluice's container image: container/build.sh SLUICE_BINARY [TAG] (default
-# localhost/sluice:latest) with podman. The binary must be static (scripts/build-static.sh),
-# since the image has no C library; busybox comes from Debian's busybox-static.
+# localhost/sluice:latest) with podman. A static binary (scripts/build-static.sh) goes in
+# alone; a dynamically linked one (target/release/sluice) brings the C library it links, as
+# distroless/cc images do. busybox comes from Debian's busybox-static.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 binary="${1:?usage: container/build.sh SLUICE_BINARY [TAG]}"
 tag="${2:-localhost/sluice:latest}"
 busybox="$(command -v busybox || true)"
-if ! file -L "$binary" | grep -Eq 'static(-pie)? linked|statically linked'; then
-  echo "build.sh: $binary is not statically linked" >&2; exit 1
-fi
 if [ -z "$busybox" ] || ! file -L "$busybox" | grep -q 'statically linked'; then
   echo "build.sh: needs a static busybox (apt-get install busybox-static)" >&2; exit 1
 fi
@@ -17,6 +15,14 @@ context="$(mktemp -d)"
 trap 'rm -rf "$context"' EXIT
 cp -a "$here/rootfs" "$context/rootfs"
 install -m 755 "$binary" "$context/rootfs/usr/bin/sluice"
+strip "$context/rootfs/usr/bin/sluice" 2>/dev/null || true
+if ! file -L "$binary" | grep -Eq 'static(-pie)? linked|statically linked'; then
+  # The shared libraries and the loader it names, at their paths.
+  for lib in $(ldd "$binary" | grep -o '/[^ ]*'); do
+    mkdir -p "$context/rootfs$(dirname "$lib")"
+    cp -L "$lib" "$context/rootfs$lib"
+  done
+fi
 mkdir -p "$context/rootfs/bin" "$context/rootfs/usr/sbin" "$context/rootfs/tmp"
 chmod 1777 "$context/rootfs/tmp"
 install -m 755 "$busybox" "$context/rootfs/bin/busybox"

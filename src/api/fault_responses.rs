@@ -193,26 +193,31 @@ pub fn set_topic_errors(response: &mut ResponseKind, code: i16) {
 }
 
 /// The (topic, partition) pairs a request names; topics without partitions (Metadata) are
-/// named with partition -1.
-pub fn partitions(request: &RequestKind) -> Vec<(String, i32)> {
+/// named with partition -1. Produce (v13+) and Fetch (v13+) name topics by id: `name_of`
+/// resolves them.
+pub fn partitions(
+    request: &RequestKind,
+    name_of: &dyn Fn(uuid::Uuid) -> Option<String>,
+) -> Vec<(String, i32)> {
+    let name = |name: &str, id: uuid::Uuid| {
+        if name.is_empty() {
+            name_of(id).unwrap_or_default()
+        } else {
+            name.to_string()
+        }
+    };
     let mut named = Vec::new();
     match request {
         RequestKind::Produce(r) => {
             for t in &r.topic_data {
-                named.extend(
-                    t.partition_data
-                        .iter()
-                        .map(|p| (t.name.to_string(), p.index)),
-                );
+                let topic = name(t.name.as_str(), t.topic_id);
+                named.extend(t.partition_data.iter().map(|p| (topic.clone(), p.index)));
             }
         }
         RequestKind::Fetch(r) => {
             for t in &r.topics {
-                named.extend(
-                    t.partitions
-                        .iter()
-                        .map(|p| (t.topic.to_string(), p.partition)),
-                );
+                let topic = name(t.topic.as_str(), t.topic_id);
+                named.extend(t.partitions.iter().map(|p| (topic.clone(), p.partition)));
             }
         }
         RequestKind::ListOffsets(r) => {

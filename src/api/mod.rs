@@ -128,7 +128,8 @@ pub async fn handle(
         .map(|c| c.to_string())
         .unwrap_or_default();
     let fault = broker.faults.take(api_key, &client_id, || {
-        fault_responses::partitions(&request.body)
+        let name_of = |id| broker.logs.topic_by_id(id).map(|t| t.name.clone());
+        fault_responses::partitions(&request.body, &name_of)
     });
     let (outcome, error_code) = match fault {
         Some(faults::FaultAction::Error(code)) => (

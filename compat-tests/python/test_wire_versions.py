@@ -21,13 +21,22 @@ def metadata(conn, topics):
                                          "AllowAutoTopicCreation": False})
 
 
+# COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
+COORDINATOR_NOT_READY = (14, 15, 16)
+
+
 def wait_for_coordinator(conn, group):
-    """FindCoordinator until the group has one (Kafka creates __consumer_offsets on demand)."""
+    """Until the group's coordinator answers: Kafka creates __consumer_offsets on the first
+    FindCoordinator, and names the coordinator a moment before it has loaded the group's
+    partition (OffsetFetch answers NOT_COORDINATOR meanwhile)."""
     deadline = deadline_after(60)
     while True:
         r = conn.request("FindCoordinator", 4, {"KeyType": 0, "CoordinatorKeys": [group]})
         if r["Coordinators"][0]["ErrorCode"] == 0:
-            return
+            r = conn.request("OffsetFetch", 8, {"Groups": [{"GroupId": group, "Topics": None}],
+                                                "RequireStable": False})
+            if r["Groups"][0]["ErrorCode"] not in COORDINATOR_NOT_READY:
+                return
         assert time.monotonic() < deadline, f"no coordinator for {group}: {r}"
         time.sleep(0.5)
 
@@ -146,14 +155,22 @@ def test_describe_log_dirs_v5_says_not_cordoned(broker):
     create_topic(broker.bootstrap, topic, 2)
     with Connection(broker.bootstrap) as conn:
         for version in (4, 5):
-            r = conn.request("DescribeLogDirs", version, {"Topics": [
-                {"Topic": topic, "Partitions": [0, 1, 9]}, {"Topic": unique("wire-none"), "Partitions": [0]}]})
-            assert r["ErrorCode"] == 0 and len(r["Results"]) == 1, r
-            (result,) = r["Results"]
+            deadline = deadline_after(30)
+            while True:
+                r = conn.request("DescribeLogDirs", version, {"Topics": [
+                    {"Topic": topic, "Partitions": [0, 1, 9]},
+                    {"Topic": unique("wire-none"), "Partitions": [0]}]})
+                assert r["ErrorCode"] == 0 and len(r["Results"]) == 1, r
+                (result,) = r["Results"]
+                listed = [(t["Name"], sorted(p["PartitionIndex"] for p in t["Partitions"]))
+                          for t in result["Topics"]]
+                # Kafka lists a new topic's logs a moment after its partitions have leaders.
+                if listed == [(topic, [0, 1])] or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
             assert result["ErrorCode"] == 0 and result["TotalBytes"] > 0 and result["UsableBytes"] > 0
             # Only the partitions that exist, of the topics that exist.
-            assert [(t["Name"], sorted(p["PartitionIndex"] for p in t["Partitions"]))
-                    for t in result["Topics"]] == [(topic, [0, 1])], r
+            assert listed == [(topic, [0, 1])], r
             assert ("IsCordoned" in result) == (version >= 5)
             if version >= 5:
                 assert result["IsCordoned"] is False

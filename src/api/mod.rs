@@ -6,6 +6,7 @@ mod acls;
 mod alter_client_quotas;
 mod alter_configs;
 mod api_versions;
+mod committed_offsets;
 mod create_partitions;
 mod create_topics;
 mod delete_records;
@@ -291,7 +292,13 @@ async fn dispatch(
     let version = request.header.request_api_version;
     let groups = &broker.groups;
     match request.body {
-        RequestKind::ApiVersions(r) => body(api_versions::handle(&r, version)),
+        RequestKind::ApiVersions(r) => {
+            let identity = api_versions::Identity {
+                cluster_id: broker.logs.cluster_id(),
+                node_id: broker.config.node_id,
+            };
+            body(api_versions::handle(&r, version, &request.newer, identity))
+        }
         RequestKind::Metadata(r) => body(metadata::handle(broker, r, version)),
         RequestKind::Produce(r) => {
             let client = produce::Client {
@@ -334,13 +341,8 @@ async fn dispatch(
         RequestKind::SyncGroup(r) => body(groups.sync_group(r, version).await),
         RequestKind::Heartbeat(r) => body(groups.heartbeat(r, version)),
         RequestKind::LeaveGroup(r) => body(groups.leave_group(r, version)),
-        RequestKind::OffsetCommit(r) => {
-            let logs = &broker.logs;
-            // Kafka checks only that the topic exists, not the partition number.
-            let exists = |topic: &str, _partition: i32| logs.topic(topic).is_some();
-            body(groups.offset_commit(r, version, &exists))
-        }
-        RequestKind::OffsetFetch(r) => body(groups.offset_fetch(r, version)),
+        RequestKind::OffsetCommit(r) => body(committed_offsets::offset_commit(broker, r, version)),
+        RequestKind::OffsetFetch(r) => body(committed_offsets::offset_fetch(broker, r, version)),
         RequestKind::ListGroups(r) => body(groups.list_groups(r, version)),
         RequestKind::DescribeGroups(r) => body(groups.describe_groups(r, version)),
         RequestKind::DeleteGroups(r) => body(groups.delete_groups(r, version)),

@@ -1,15 +1,23 @@
-//! ApiVersions (18): the table in `protocol::versions`, advertised exactly. Versions above ours
-//! never reach this handler; the connection answers them with the v0 fallback.
+//! ApiVersions (18): the broker's `VersionTable` (`protocol::versions`: sluice's table, or that
+//! table narrowed to an emulated Kafka release), advertised exactly. Versions above its max
+//! never reach this handler; the connection answers them with the v0 fallback. Features, when
+//! advertised, go through the same table (`VersionTable::supported_feature` and
+//! `finalized_feature`), so an emulated release shows only the features it had.
 
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::ResponseError;
 
 use super::errors::code;
-use crate::protocol::advertised_api_versions;
+use crate::protocol::VersionTable;
 
-pub fn handle(request: &ApiVersionsRequest, version: i16) -> ApiVersionsResponse {
-    let api_keys = advertised_api_versions()
+pub fn handle(
+    request: &ApiVersionsRequest,
+    version: i16,
+    versions: &VersionTable,
+) -> ApiVersionsResponse {
+    let api_keys = versions
+        .advertised()
         .map(|(key, min, max)| {
             ApiVersion::default()
                 .with_api_key(key)

@@ -39,7 +39,7 @@ use tokio::sync::{watch, Semaphore};
 use crate::config::Config;
 use crate::group::GroupCoordinator;
 use crate::metrics::BrokerMetrics;
-use crate::protocol::{DecodedRequest, ResponseFrame};
+use crate::protocol::{DecodedRequest, ResponseFrame, VersionTable};
 use crate::quota::QuotaManager;
 use crate::storage::LogManager;
 use crate::time::Clock;
@@ -63,6 +63,9 @@ pub struct Broker {
     pub metrics: Arc<BrokerMetrics>,
     /// Fault injection for tests (`faults`), consulted once per request in `handle`.
     pub faults: Arc<faults::Faults>,
+    /// The API versions advertised and served: sluice's table, or that table narrowed to the
+    /// release of `sluice.emulate.kafka.version` (built at start-up).
+    pub versions: Arc<VersionTable>,
 }
 
 /// What the connection does after a request.
@@ -291,7 +294,7 @@ async fn dispatch(
     let version = request.header.request_api_version;
     let groups = &broker.groups;
     match request.body {
-        RequestKind::ApiVersions(r) => body(api_versions::handle(&r, version)),
+        RequestKind::ApiVersions(r) => body(api_versions::handle(&r, version, &broker.versions)),
         RequestKind::Metadata(r) => body(metadata::handle(broker, r, version)),
         RequestKind::Produce(r) => {
             let client = produce::Client {

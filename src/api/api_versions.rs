@@ -1,5 +1,8 @@
-//! ApiVersions (18): the table in `protocol::versions`, advertised exactly. Versions above ours
-//! never reach this handler; the connection answers them with the v0 fallback.
+//! ApiVersions (18): the broker's `VersionTable` (`protocol::versions`: sluice's table, or that
+//! table narrowed to an emulated Kafka release), advertised exactly. Versions above its max
+//! never reach this handler; the connection answers them with the v0 fallback. Features, when
+//! advertised, go through the same table (`VersionTable::supported_feature` and
+//! `finalized_feature`), so an emulated release shows only the features it had.
 //!
 //! Errors are answered as Kafka 4.4 answers them, with the error code and no API list: invalid
 //! client software fields (v3+, KIP-511) are INVALID_REQUEST; from v5 (KIP-1242) the client may
@@ -12,7 +15,7 @@ use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::ResponseError;
 
 use super::errors::code;
-use crate::protocol::{advertised_api_versions, NewerFields};
+use crate::protocol::{NewerFields, VersionTable};
 
 /// Who this broker is, for the v5 check.
 pub struct Identity<'a> {
@@ -25,11 +28,13 @@ pub fn handle(
     version: i16,
     newer: &NewerFields,
     identity: Identity<'_>,
+    versions: &VersionTable,
 ) -> ApiVersionsResponse {
     if let Err(error) = check(request, version, newer, identity) {
         return ApiVersionsResponse::default().with_error_code(code(error));
     }
-    let api_keys = advertised_api_versions()
+    let api_keys = versions
+        .advertised()
         .map(|(key, min, max)| {
             ApiVersion::default()
                 .with_api_key(key)
@@ -113,7 +118,7 @@ mod tests {
                 cluster_id: "c1",
                 node_id: 1,
             };
-            handle(&request, 5, &newer, identity)
+            handle(&request, 5, &newer, identity, &VersionTable::sluice())
         };
         let ok = ask(None, -1);
         assert_eq!(ok.error_code, 0);

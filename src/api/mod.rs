@@ -40,7 +40,7 @@ use tokio::sync::{watch, Semaphore};
 use crate::config::Config;
 use crate::group::GroupCoordinator;
 use crate::metrics::BrokerMetrics;
-use crate::protocol::{DecodedRequest, ResponseFrame};
+use crate::protocol::{DecodedRequest, ResponseFrame, VersionTable};
 use crate::quota::QuotaManager;
 use crate::storage::LogManager;
 use crate::time::Clock;
@@ -64,6 +64,9 @@ pub struct Broker {
     pub metrics: Arc<BrokerMetrics>,
     /// Fault injection for tests (`faults`), consulted once per request in `handle`.
     pub faults: Arc<faults::Faults>,
+    /// The API versions advertised and served: sluice's table, or that table narrowed to the
+    /// release of `sluice.emulate.kafka.version` (built at start-up).
+    pub versions: Arc<VersionTable>,
 }
 
 /// What the connection does after a request.
@@ -297,7 +300,13 @@ async fn dispatch(
                 cluster_id: broker.logs.cluster_id(),
                 node_id: broker.config.node_id,
             };
-            body(api_versions::handle(&r, version, &request.newer, identity))
+            body(api_versions::handle(
+                &r,
+                version,
+                &request.newer,
+                identity,
+                &broker.versions,
+            ))
         }
         RequestKind::Metadata(r) => body(metadata::handle(broker, r, version)),
         RequestKind::Produce(r) => {

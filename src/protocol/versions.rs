@@ -1,5 +1,8 @@
-//! The one table of APIs and versions sluice implements. ApiVersions advertises exactly this
-//! table, and the request path refuses anything outside it, so the two cannot drift apart.
+//! The one table of APIs and versions sluice implements, and the `VersionTable` a broker
+//! serves: this table, or this table narrowed to an emulated Kafka release
+//! (`sluice.emulate.kafka.version`, `emulation`). ApiVersions advertises exactly the broker's
+//! `VersionTable` and the request path refuses anything outside it, so the two cannot drift
+//! apart.
 
 use kafka_protocol::messages::ApiKey;
 
@@ -69,19 +72,52 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
     api(ApiKey::ListTransactions, 0, 0, 2),
 ];
 
-/// The served version range of an API key, or None when sluice does not implement it.
-pub fn served_range(api_key: i16) -> Option<(i16, i16)> {
-    SUPPORTED_APIS
-        .iter()
-        .find(|a| a.key as i16 == api_key)
-        .map(|a| (a.served_min, a.max))
+/// What one broker advertises and serves: `SUPPORTED_APIS`, or that table narrowed to what a
+/// Kafka release's broker advertised (`VersionTable::emulating`). Built once at start-up;
+/// ApiVersions (`advertised`, the v0 fallback) and the request path (`served_range`) read the
+/// same one.
+#[derive(Clone, Debug)]
+pub struct VersionTable {
+    pub(super) apis: Vec<ApiSupport>,
+    /// The emulated release's column in `kafka_releases`, if any.
+    pub(super) release: Option<usize>,
 }
 
-/// `(api_key, min, max)` triples for the ApiVersions response.
-pub fn advertised_api_versions() -> impl Iterator<Item = (i16, i16, i16)> {
-    SUPPORTED_APIS
-        .iter()
-        .map(|a| (a.key as i16, a.advertised_min, a.max))
+impl VersionTable {
+    /// sluice's own table, as implemented.
+    pub fn sluice() -> VersionTable {
+        VersionTable {
+            apis: SUPPORTED_APIS.to_vec(),
+            release: None,
+        }
+    }
+
+    /// The served version range of an API key, or None when it is not served.
+    pub fn served_range(&self, api_key: i16) -> Option<(i16, i16)> {
+        self.api(api_key).map(|a| (a.served_min, a.max))
+    }
+
+    /// The advertised version range of an API key, or None when it is not advertised.
+    pub fn advertised_range(&self, api_key: i16) -> Option<(i16, i16)> {
+        self.api(api_key).map(|a| (a.advertised_min, a.max))
+    }
+
+    /// `(api_key, min, max)` triples for the ApiVersions response.
+    pub fn advertised(&self) -> impl Iterator<Item = (i16, i16, i16)> + '_ {
+        self.apis
+            .iter()
+            .map(|a| (a.key as i16, a.advertised_min, a.max))
+    }
+
+    fn api(&self, api_key: i16) -> Option<&ApiSupport> {
+        self.apis.iter().find(|a| a.key as i16 == api_key)
+    }
+}
+
+impl Default for VersionTable {
+    fn default() -> Self {
+        VersionTable::sluice()
+    }
 }
 
 #[cfg(test)]

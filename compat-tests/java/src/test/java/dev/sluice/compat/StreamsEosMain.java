@@ -74,7 +74,8 @@ public final class StreamsEosMain {
         streams.setUncaughtExceptionHandler(e -> {
             System.out.println("UNCAUGHT " + e);
             e.printStackTrace(System.out);
-            return org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD;
+            // Fatal for the test: a broken exactly-once run must not limp on with a new thread.
+            return org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
         });
         Runtime.getRuntime().addShutdownHook(new Thread(() -> streams.close(Duration.ofSeconds(10))));
         streams.start();

@@ -64,7 +64,7 @@ class StreamsExactlyOnceTest {
                 instances.add(start(work, i));
             }
             for (int i = 0; i < 2; i++) {
-                awaitRunning(work, i);
+                awaitRunning(work, i, instances.get(i));
             }
             int half = RECORDS / 2;
             produce(input, 0, half);
@@ -74,6 +74,7 @@ class StreamsExactlyOnceTest {
             Log.info("streams: killed instance 0 (SIGKILL) with %d output records committed", committedOutput().size());
             produce(input, half, RECORDS);
             awaitOutput(RECORDS, Duration.ofSeconds(150));
+            Thread.sleep(3000); // any duplicate would be committed by now (commit interval 100 ms)
 
             List<String[]> out = committedOutput();
             Map<String, List<String>> byGroup = new TreeMap<>();
@@ -124,9 +125,12 @@ class StreamsExactlyOnceTest {
         return pb.start();
     }
 
-    private void awaitRunning(Path work, int i) throws InterruptedException {
+    private void awaitRunning(Path work, int i, Process p) throws InterruptedException {
         Path log = work.resolve("instance-" + i + ".out");
         Wait.until(Duration.ofSeconds(90), () -> "streams instance " + i + " to reach RUNNING:\n" + Broker.tail(log, 30), () -> {
+            if (!p.isAlive()) {
+                throw new AssertionError("streams instance " + i + " exited with " + p.exitValue() + ":\n" + Broker.tail(log, 40));
+            }
             try {
                 return Files.readString(log, StandardCharsets.UTF_8).contains("STATE RUNNING");
             } catch (IOException e) {

@@ -222,7 +222,7 @@ class TransactionsAdminTest {
             all.add(after);
             visible.add(after);
         }
-        assertEquals(Map.of(0, List.of(visible.get(0))), Txn.read(BROKER.bootstrap(), tps, Txn.READ_COMMITTED),
+        assertEquals(Map.of(0, List.of(visible.get(0))), Txn.readNow(BROKER.bootstrap(), tps, Txn.READ_COMMITTED),
                 "read_committed stops at the hanging transaction");
         List<List<String>> list = table(ok("list"));
         assertTrue(list.stream().noneMatch(r -> r.get(0).equals(id)), "the coordinator lost " + id + ": " + list);

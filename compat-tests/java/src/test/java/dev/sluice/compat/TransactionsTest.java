@@ -83,11 +83,11 @@ class TransactionsTest {
                 assertEquals(Txn.offset(openBy.get(p).get(0)), lso.get(p), "last stable offset of partition " + p);
                 assertEquals(Txn.offset(openBy.get(p).get(1)) + 1, hw.get(p), "high watermark of partition " + p);
             }
-            assertEquals(Txn.byPartition(committed, PARTITIONS), Txn.read(BROKER.bootstrap(), tps, Txn.READ_COMMITTED),
+            assertEquals(Txn.byPartition(committed, PARTITIONS), Txn.readNow(BROKER.bootstrap(), tps, Txn.READ_COMMITTED),
                     "read_committed while a transaction is open");
             List<String> allSoFar = new ArrayList<>(all);
             allSoFar.addAll(open);
-            assertEquals(Txn.byPartition(allSoFar, PARTITIONS), Txn.read(BROKER.bootstrap(), tps, Txn.READ_UNCOMMITTED),
+            assertEquals(Txn.byPartition(allSoFar, PARTITIONS), Txn.readNow(BROKER.bootstrap(), tps, Txn.READ_UNCOMMITTED),
                     "read_uncommitted sees aborted and open records too");
             txn.commitTransaction();
         }

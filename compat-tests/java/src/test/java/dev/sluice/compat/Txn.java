@@ -62,10 +62,28 @@ final class Txn {
 
     /**
      * Reads the partitions from the beginning to the end offsets the given isolation level sees
-     * (the last stable offset for read_committed, the high watermark otherwise) at the time of the
-     * call; returns "p/offset=value" for every record delivered, per partition in offset order.
+     * (the last stable offset for read_committed, the high watermark otherwise); returns
+     * "p/offset=value" for every record delivered, per partition in offset order. For
+     * read_committed it first waits until no transaction is open (last stable offset = high
+     * watermark): commitTransaction() returns before the broker has written the markers.
      */
     static Map<Integer, List<String>> read(String bootstrap, Collection<TopicPartition> partitions, String isolation)
+            throws InterruptedException {
+        if (isolation.equals(READ_COMMITTED)) {
+            String[] seen = {""};
+            Wait.until(Duration.ofSeconds(30), () -> "no open transaction (last stable offsets = high watermarks): "
+                    + seen[0], () -> {
+                        Map<Integer, Long> lso = endOffsets(bootstrap, partitions, READ_COMMITTED);
+                        Map<Integer, Long> hw = endOffsets(bootstrap, partitions, READ_UNCOMMITTED);
+                        seen[0] = lso + " vs " + hw;
+                        return lso.equals(hw);
+                    });
+        }
+        return readNow(bootstrap, partitions, isolation);
+    }
+
+    /** As {@link #read}, up to the end offsets at the time of the call, open transactions or not. */
+    static Map<Integer, List<String>> readNow(String bootstrap, Collection<TopicPartition> partitions, String isolation)
             throws InterruptedException {
         Map<Integer, List<String>> out = new TreeMap<>();
         partitions.forEach(tp -> out.put(tp.partition(), new ArrayList<>()));

@@ -40,7 +40,8 @@ def test_commit_and_abort_as_each_isolation_level_sees_them(broker):
     hw = end_offsets(broker.bootstrap, topic, PARTITIONS, READ_UNCOMMITTED)
     assert lso == {p: first_open[p][0][1] for p in range(PARTITIONS)}, "last stable offsets"
     assert hw == {p: first_open[p][-1][1] + 1 for p in range(PARTITIONS)}, "high watermarks"
-    assert read(broker.bootstrap, topic, PARTITIONS, READ_COMMITTED) == by_partition(committed, PARTITIONS)
+    assert read(broker.bootstrap, topic, PARTITIONS, READ_COMMITTED, settled=False) == \
+        by_partition(committed, PARTITIONS)
     assert read(broker.bootstrap, topic, PARTITIONS, READ_UNCOMMITTED) == \
         by_partition(everything + open_, PARTITIONS)
 
@@ -53,6 +54,8 @@ def test_commit_and_abort_as_each_isolation_level_sees_them(broker):
     end = end_offsets(broker.bootstrap, topic, PARTITIONS, READ_COMMITTED)
     assert end == {p: first_open[p][-1][1] + 2 for p in range(PARTITIONS)}
     assert end == end_offsets(broker.bootstrap, topic, PARTITIONS, READ_UNCOMMITTED)
+    txn.producer.close()
+    plain.producer.close()
 
 
 def test_consume_transform_produce_with_offsets_in_the_transaction(broker):
@@ -107,4 +110,6 @@ def test_consume_transform_produce_with_offsets_in_the_transaction(broker):
             f"output partition {p}: each input exactly once, in order"
     raw = read(broker.bootstrap, dst, 2, READ_UNCOMMITTED)
     assert sum(len(v) for v in raw.values()) > n, "read_uncommitted also sees the aborted output"
+    producer.close()
+    feeder.close()
 

@@ -82,7 +82,9 @@ class Workload:
             time.sleep(0.05)
 
     def snapshot(self):
-        return {"read_committed": read(self.bootstrap, self.topic, PARTITIONS, READ_COMMITTED),
+        # Taken after end() waited for the markers, so what read_committed sees is settled.
+        return {"read_committed": read(self.bootstrap, self.topic, PARTITIONS, READ_COMMITTED,
+                                       settled=False),
                 "read_uncommitted": read(self.bootstrap, self.topic, PARTITIONS, READ_UNCOMMITTED),
                 "lso": end_offsets(self.bootstrap, self.topic, PARTITIONS, READ_COMMITTED),
                 "hw": end_offsets(self.bootstrap, self.topic, PARTITIONS, READ_UNCOMMITTED)}

@@ -53,10 +53,22 @@ class Sender:
         return (msg.partition(), msg.offset(), value)
 
 
-def read(bootstrap, topic, partitions, isolation, timeout_s=60):
+def read(bootstrap, topic, partitions, isolation, timeout_s=60, settled=True):
     """{partition: [(partition, offset, value)]}: every record delivered from offset 0 to the end
     offset this isolation level sees (the last stable offset for read_committed, the high
-    watermark otherwise), read with assign() until each partition reports its end."""
+    watermark otherwise), read with assign() until each partition reports its end.
+    For read_committed, `settled` first waits until no transaction is open (last stable offset
+    = high watermark everywhere): a commit returns before the broker has written its markers."""
+    if isolation == READ_COMMITTED and settled:
+        end = deadline_after(30)
+        while True:
+            lso = end_offsets(bootstrap, topic, partitions, READ_COMMITTED)
+            hw = end_offsets(bootstrap, topic, partitions, READ_UNCOMMITTED)
+            if lso == hw:
+                break
+            assert time.monotonic() < end, f"{topic}: a transaction still open after 30s: " \
+                f"last stable offsets {lso}, high watermarks {hw}"
+            time.sleep(0.1)
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("txn-read"),
                   "isolation.level": isolation, "enable.auto.commit": False,
                   "enable.partition.eof": True, "auto.offset.reset": "error"})

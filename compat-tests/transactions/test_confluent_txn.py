@@ -85,6 +85,9 @@ def test_consume_transform_produce_with_offsets_in_the_transaction(broker):
             producer.begin_transaction()
             for m in msgs:
                 producer.produce(dst, value=b"out-" + m.value(), partition=m.partition())
+            # Wait for the output to be acknowledged: librdkafka drops what it has not sent yet
+            # when the transaction is aborted, and the aborted output must be in the log.
+            assert producer.flush(60) == 0
             positions = consumer.position(consumer.assignment())
             producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), 60)
             transactions += 1

@@ -41,6 +41,11 @@ def parse_data(stdout):
     return out
 
 
+# TransactionLogValue.TransactionStatus ids: 4.4's DumpLogSegments prints the names, 4.1's the ids.
+STATES = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort", 4: "CompleteCommit",
+          5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}
+
+
 def parse_txn_log(stdout):
     """[(key json, value json or None)] of the decoded __transaction_state records."""
     out = []
@@ -74,7 +79,8 @@ def test_dump_log_decodes_transaction_state_markers_and_txnindex(broker_factory)
     assert logs, f"no segments in {state_dir}"
     decoded = [(k, v) for k, v in parse_txn_log(dump(logs, "--transaction-log-decoder"))
                if k["data"]["transactionalId"] == tid]
-    states = [v["data"]["transactionStatus"] for _, v in decoded]
+    states = [STATES.get(v["data"]["transactionStatus"], v["data"]["transactionStatus"])
+              for _, v in decoded]
     want = ["Empty"]
     for outcome, _, _ in plan:
         word = "Commit" if outcome == "commit" else "Abort"

@@ -147,6 +147,7 @@ class TransactionsTest {
                     txn.send(new ProducerRecord<>(out, r.partition(), null, Txn.bytes("out-" + Txn.str(r.value()))));
                     next.put(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1));
                 }
+                txn.flush(); // the output is in the log, also that of the transactions aborted below
                 txn.sendOffsetsToTransaction(next, c.groupMetadata());
                 if (transactions++ % 4 == 1) {
                     // Abort every fourth: its output must vanish and its offsets must not be committed.

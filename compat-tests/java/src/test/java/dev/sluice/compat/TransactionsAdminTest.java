@@ -38,8 +38,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * describeProducers on an ongoing and then a committed transaction, and Kafka's
  * {@code kafka-transactions} tool (list, describe, describe-producers, find-hanging, abort). A
  * hanging transaction is made the way one arises in practice: the coordinator loses its state
- * (its {@code __transaction_state} partition is deleted while the broker is down) while a data
- * partition still holds the transaction's records without a marker.
+ * (the segments of its {@code __transaction_state} partition are deleted while the broker is
+ * down) while a data partition still holds the transaction's records without a marker.
  */
 class TransactionsAdminTest {
     @RegisterExtension
@@ -208,13 +208,21 @@ class TransactionsAdminTest {
             p.close(Duration.ZERO); // leaves the transaction open
         }
         all.add(0, visible.get(0));
-        // The coordinator loses the transaction: its __transaction_state partition is deleted while
-        // the broker is down. The data partition keeps the open transaction.
+        // The coordinator loses the transaction: the segments of its __transaction_state partition
+        // are deleted while the broker is down (the partition's directory stays). The data
+        // partition keeps the open transaction.
         int coordinatorPartition = Utils.abs(id.hashCode()) % 50;
         broker.stop();
         Path state = broker.root().resolve("data").resolve("__transaction_state-" + coordinatorPartition);
         assertTrue(Files.isDirectory(state), state + " is where the broker keeps the coordinator's state");
-        BrokerExtension.deleteTree(state);
+        List<Path> segmentFiles;
+        try (var files = Files.list(state)) {
+            segmentFiles = files.filter(f -> f.getFileName().toString().matches("\\d{20}\\..*")).collect(Collectors.toList());
+        }
+        assertTrue(segmentFiles.stream().anyMatch(f -> f.toString().endsWith(".log")), "segments in " + state + ": " + segmentFiles);
+        for (Path f : segmentFiles) {
+            Files.delete(f);
+        }
         broker.start();
 
         try (KafkaProducer<byte[], byte[]> plain = Clients.producer(BROKER.bootstrap(), Map.of())) {

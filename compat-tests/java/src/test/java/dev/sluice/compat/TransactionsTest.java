@@ -27,7 +27,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * The Java client's transactional producer (transaction protocol version 2 against a 4.x broker):
+ * The Java client's transactional producer, with the transaction protocol the broker advertises:
  * commits and aborts as read_committed and read_uncommitted consumers see them, record for record
  * and offset for offset; a consume-transform-produce loop with sendOffsetsToTransaction; a zombie
  * producer fenced by a newer one with the same transactional.id; a transaction the broker aborts

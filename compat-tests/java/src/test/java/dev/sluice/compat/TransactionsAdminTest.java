@@ -30,6 +30,7 @@ import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.TransactionalIdNotFoundException;
 import org.apache.kafka.common.utils.Utils;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -129,6 +130,7 @@ class TransactionsAdminTest {
     }
 
     @Test
+    @Tag("tools")
     void kafkaTransactionsToolListsDescribesAndDescribesProducers() throws Exception {
         String topic = "txn-cli";
         String id = "cli-txn";
@@ -178,6 +180,7 @@ class TransactionsAdminTest {
             "CoordinatorEpoch", "StartOffset", "LastTimestamp", "Duration(min)");
 
     @Test
+    @Tag("tools")
     void kafkaTransactionsToolFindsAndAbortsAHangingTransaction() throws Exception {
         Broker broker = BROKER.controllable();
         String topic = "txn-hanging";

@@ -20,6 +20,8 @@ step "Java client 4.4 and Kafka's CLI tools against target/release/sluice"
 bash compat-tests/java/run.sh "$PWD/target/release/sluice"
 step "Java client 3.9 (the same tests.allow, CLI tools aside) against target/release/sluice"
 bash compat-tests/java/run.sh "$PWD/target/release/sluice" --client 3.9
+step "transactions (confluent-kafka, kill -9, DumpLogSegments, vs Apache Kafka; tests.allow) against target/release/sluice"
+bash compat-tests/transactions/run.sh "$PWD/target/release/sluice"
 step "kafka-topics --describe on target/release/sluice vs Apache Kafka"
 bash compat-tests/kafka/compare-topics-describe.sh "$PWD/target/release/sluice"
 step "ApiVersions of target/release/sluice within Apache Kafka's"

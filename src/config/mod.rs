@@ -69,6 +69,24 @@ pub struct Config {
     /// How long a new group waits for more members before its first rebalance completes.
     pub group_initial_rebalance_delay_ms: i64,
     pub group_max_size: usize,
+    /// `group.consumer.*`: the KIP-848 consumer group protocol. Session timeout and heartbeat
+    /// interval given to members (a group's own `consumer.*` configs override them within the
+    /// min/max bounds), the largest group, the server-side assignors (the first is the
+    /// default), the classic/consumer migration policy, how often regular expressions are
+    /// resolved again, and the least time between two target assignments of a group.
+    pub group_consumer_session_timeout_ms: i32,
+    pub group_consumer_min_session_timeout_ms: i32,
+    pub group_consumer_max_session_timeout_ms: i32,
+    pub group_consumer_heartbeat_interval_ms: i32,
+    pub group_consumer_min_heartbeat_interval_ms: i32,
+    pub group_consumer_max_heartbeat_interval_ms: i32,
+    pub group_consumer_max_size: usize,
+    pub group_consumer_assignors: Vec<String>,
+    pub group_consumer_migration_policy: String,
+    pub group_consumer_regex_refresh_interval_ms: i64,
+    pub group_consumer_assignment_interval_ms: i32,
+    pub group_consumer_min_assignment_interval_ms: i32,
+    pub group_consumer_max_assignment_interval_ms: i32,
     pub offsets_retention_minutes: i64,
     pub offset_metadata_max_bytes: usize,
     /// Idempotent producers idle this long are forgotten.
@@ -156,6 +174,7 @@ impl Config {
                 "queued.max.request.bytes must be at least socket.request.max.bytes".into(),
             ));
         }
+        check_consumer_group_settings(&config)?;
         if !map.contains_key("advertised.listeners") {
             config.advertised_listener = config.listener.clone();
             if config.advertised_listener.host == "0.0.0.0" {
@@ -195,6 +214,19 @@ impl Config {
             group_max_session_timeout_ms: 0,
             group_initial_rebalance_delay_ms: 0,
             group_max_size: 0,
+            group_consumer_session_timeout_ms: 0,
+            group_consumer_min_session_timeout_ms: 0,
+            group_consumer_max_session_timeout_ms: 0,
+            group_consumer_heartbeat_interval_ms: 0,
+            group_consumer_min_heartbeat_interval_ms: 0,
+            group_consumer_max_heartbeat_interval_ms: 0,
+            group_consumer_max_size: 0,
+            group_consumer_assignors: Vec::new(),
+            group_consumer_migration_policy: String::new(),
+            group_consumer_regex_refresh_interval_ms: 0,
+            group_consumer_assignment_interval_ms: 0,
+            group_consumer_min_assignment_interval_ms: 0,
+            group_consumer_max_assignment_interval_ms: 0,
             offsets_retention_minutes: 0,
             offset_metadata_max_bytes: 0,
             producer_id_expiration_ms: 0,
@@ -272,6 +304,69 @@ fn parse_min<T: std::str::FromStr + PartialOrd + fmt::Display>(
 fn byte_rate(key: &str, value: &str) -> Result<f64, ConfigError> {
     let bytes_per_second: u64 = parse_min(key, value, 1)?;
     Ok(bytes_per_second as f64)
+}
+
+/// Kafka's `GroupCoordinatorConfig` checks of the `group.consumer.*` bounds.
+fn check_consumer_group_settings(c: &Config) -> Result<(), ConfigError> {
+    let checks = [
+        (c.group_consumer_max_heartbeat_interval_ms >= c.group_consumer_min_heartbeat_interval_ms,
+         "group.consumer.max.heartbeat.interval.ms must be greater than or equal to group.consumer.min.heartbeat.interval.ms"),
+        (c.group_consumer_heartbeat_interval_ms >= c.group_consumer_min_heartbeat_interval_ms,
+         "group.consumer.heartbeat.interval.ms must be greater than or equal to group.consumer.min.heartbeat.interval.ms"),
+        (c.group_consumer_heartbeat_interval_ms <= c.group_consumer_max_heartbeat_interval_ms,
+         "group.consumer.heartbeat.interval.ms must be less than or equal to group.consumer.max.heartbeat.interval.ms"),
+        (c.group_consumer_max_session_timeout_ms >= c.group_consumer_min_session_timeout_ms,
+         "group.consumer.max.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms"),
+        (c.group_consumer_session_timeout_ms >= c.group_consumer_min_session_timeout_ms,
+         "group.consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms"),
+        (c.group_consumer_session_timeout_ms <= c.group_consumer_max_session_timeout_ms,
+         "group.consumer.session.timeout.ms must be less than or equal to group.consumer.max.session.timeout.ms"),
+        (c.group_consumer_heartbeat_interval_ms < c.group_consumer_session_timeout_ms,
+         "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms"),
+        (c.group_consumer_max_assignment_interval_ms >= c.group_consumer_min_assignment_interval_ms,
+         "group.consumer.max.assignment.interval.ms must be greater than or equal to group.consumer.min.assignment.interval.ms"),
+        (c.group_consumer_assignment_interval_ms >= c.group_consumer_min_assignment_interval_ms
+            && c.group_consumer_assignment_interval_ms <= c.group_consumer_max_assignment_interval_ms,
+         "group.consumer.assignment.interval.ms must be between group.consumer.min.assignment.interval.ms and group.consumer.max.assignment.interval.ms"),
+    ];
+    match checks.iter().find(|(ok, _)| !ok) {
+        Some((_, message)) => Err(ConfigError(message.to_string())),
+        None => Ok(()),
+    }
+}
+
+/// `group.consumer.assignors`: Kafka's built-in assignors by name or class name.
+fn parse_assignors(key: &str, value: &str) -> Result<Vec<String>, ConfigError> {
+    let mut names = Vec::new();
+    for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let name = match item {
+            "uniform" | "org.apache.kafka.coordinator.group.assignor.UniformAssignor" => "uniform",
+            "range" | "org.apache.kafka.coordinator.group.assignor.RangeAssignor" => "range",
+            other => {
+                return Err(ConfigError(format!(
+                    "{key}: unknown assignor '{other}' (sluice has uniform and range)"
+                )))
+            }
+        };
+        names.push(name.to_string());
+    }
+    if names.is_empty() {
+        return Err(ConfigError(format!(
+            "{key}: at least one assignor is required"
+        )));
+    }
+    Ok(names)
+}
+
+/// `group.consumer.migration.policy`: disabled, upgrade, downgrade or bidirectional.
+fn parse_migration_policy(key: &str, value: &str) -> Result<String, ConfigError> {
+    let lower = value.trim().to_ascii_lowercase();
+    match lower.as_str() {
+        "disabled" | "upgrade" | "downgrade" | "bidirectional" => Ok(lower),
+        _ => Err(ConfigError(format!(
+            "{key}: Invalid value {value}: it must be one of disabled, upgrade, downgrade, bidirectional"
+        ))),
+    }
 }
 
 fn parse_bool(key: &str, value: &str) -> Result<bool, ConfigError> {

@@ -67,6 +67,8 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
     api(ApiKey::DescribeProducers, 0, 0, 0),
     api(ApiKey::DescribeTransactions, 0, 0, 0),
     api(ApiKey::ListTransactions, 0, 0, 2),
+    api(ApiKey::ConsumerGroupHeartbeat, 0, 0, 1),
+    api(ApiKey::ConsumerGroupDescribe, 0, 0, 1),
 ];
 
 /// The served version range of an API key, or None when sluice does not implement it.

@@ -90,10 +90,21 @@ impl GroupCoordinator {
             }
             let ctx = self.ctx(now_ms);
             let topics = self.topics();
+            let group_id = h.group_id.clone();
+            let existed = inner.consumer_groups.contains_key(&group_id);
             let answer = match h.member_epoch {
                 -1 | -2 => fence::leave(&mut inner, &ctx, topics, &h),
                 _ => heartbeat(&mut inner, &ctx, topics, h),
             };
+            // A group created for a join that failed does not exist (Kafka adds a group only
+            // when its records are replayed).
+            let unused = |g: &ConsumerGroup| g.core.members.is_empty() && g.offsets.is_empty();
+            if answer.is_err()
+                && !existed
+                && inner.consumer_groups.get(&group_id).is_some_and(unused)
+            {
+                inner.consumer_groups.remove(&group_id);
+            }
             inner.reschedule_if_earlier(&self.timers_changed);
             answer
         });

@@ -30,5 +30,7 @@ step "franz-go's kgo integration tests (tests.allow) against target/release/slui
 bash compat-tests/franz-go/run.sh "$PWD/target/release/sluice"
 step "kafkajs scenarios (tests.allow) against target/release/sluice"
 bash compat-tests/kafkajs/run.sh "$PWD/target/release/sluice"
+step "the test broker: metrics, fault injection, the image under Testcontainers (Java, Python, Go)"
+bash compat-tests/testcontainers/run.sh "$PWD/target/release/sluice"
 step "compatibility report card"
 python3 compat-tests/report.py

@@ -15,9 +15,10 @@
 //! (`row(name, type, default, update, set!(field ...), shown)`); list it in
 //! `config/server.properties` with the same default (a test compares the two).
 
+use super::group::{parse_assignors, parse_migration_policy};
 use super::topic::{self, ConfigType};
 use super::{
-    byte_rate, parse, parse_assignors, parse_bool, parse_listener, parse_migration_policy,
+    byte_rate, parse, parse_bool, parse_emulated_version, parse_http_listener, parse_listener,
     parse_min, Config, ConfigError,
 };
 
@@ -211,7 +212,8 @@ mod table {
     row("auto.create.topics.enable", Boolean, Some("true"), Static, set!(auto_create_topics_enable, parse_bool), Value(|c| c.auto_create_topics_enable.to_string())),
     ignored("background.threads", KafkaOnly),
     ignored("broker.id", Static),
-    ignored("controller.listener.names", Static),
+    // Read with `listeners` (`Config::served_listeners`): controller listeners are not served.
+    row("controller.listener.names", String, None, Static, |_, _, _| Ok(()), No),
     ignored("controller.quorum.bootstrap.servers", Static),
     ignored("controller.quorum.voters", Static),
     row("default.replication.factor", Int, Some("1"), Static, set!(default_replication_factor, min 1), Value(|c| c.default_replication_factor.to_string())),
@@ -235,7 +237,7 @@ mod table {
     row("group.max.size", Int, Some("2147483647"), Static, set!(group_max_size, min 1), No),
     row("group.min.session.timeout.ms", Int, Some("6000"), Static, set!(group_min_session_timeout_ms, min 0), No),
     ignored("inter.broker.listener.name", Static),
-    ignored("listener.security.protocol.map", Static),
+    row("listener.security.protocol.map", String, None, Static, |_, _, _| Ok(()), No),
     row("listeners", String, Some("PLAINTEXT://127.0.0.1:9092"), Static, set!(listener, parse_listener), Value(|c| listener(&c.listener))),
     row("log.cleaner.backoff.ms", Long, Some("15000"), KafkaOnly, set!(log_cleaner_backoff_ms, min 1), No),
     row("log.cleaner.dedupe.buffer.size", Long, Some("134217728"), KafkaOnly, set!(log_cleaner_dedupe_buffer_bytes, min 1), No),
@@ -287,6 +289,9 @@ mod table {
     row("quota.window.size.seconds", Int, Some("1"), Static, set!(quota_window_size_seconds, min 1), Value(|c| c.quota_window_size_seconds.to_string())),
     ignored("share.coordinator.state.topic.min.isr", Static),
     ignored("share.coordinator.state.topic.replication.factor", Static),
+    row("sluice.emulate.kafka.version", String, None, Sluice, set!(emulate_kafka_version, parse_emulated_version), No),
+    row("sluice.fault.injection.enable", Boolean, Some("false"), Sluice, set!(fault_injection_enable, parse_bool), No),
+    row("sluice.http.listener", String, None, Sluice, set!(http_listener, parse_http_listener), No),
     row("sluice.max.in.flight.requests.per.connection", Int, Some("16"), Sluice, set!(max_in_flight_requests_per_connection, min 1), No),
     row("sluice.max.partitions.per.topic", Int, Some("10000"), Sluice, set!(max_partitions_per_topic, min 1), No),
     row("sluice.quota.consumer.default", Long, None, Sluice, set!(quota_consumer_default_bytes_per_second, some_byte_rate), No),
@@ -297,6 +302,7 @@ mod table {
     ignored("socket.send.buffer.bytes", Static),
     ignored("transaction.state.log.min.isr", Static),
     ignored("transaction.state.log.replication.factor", Static),
+    ignored("zookeeper.connect", Static),
 ];
 }
 

@@ -5,6 +5,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
+use super::newer_versions::{self, NewerFields};
 use super::versions::served_range;
 
 /// A request whose header decoded and whose version sluice serves.
@@ -13,6 +14,8 @@ pub struct DecodedRequest {
     pub header: RequestHeader,
     pub api_key: ApiKey,
     pub body: RequestKind,
+    /// The fields of a version newer than kafka-protocol's, decoded in-tree (`newer_versions`).
+    pub newer: NewerFields,
 }
 
 /// Why a frame could not become a request. Each is answered the way Kafka answers it.
@@ -90,16 +93,18 @@ pub fn decode_request(mut frame: Bytes) -> Result<DecodedRequest, DecodeError> {
     let header_version = key.request_header_version(api_version);
     let header = RequestHeader::decode(&mut frame, header_version)
         .map_err(|e| DecodeError::Header(e.to_string()))?;
-    let body =
-        RequestKind::decode(key, &mut frame, api_version).map_err(|e| DecodeError::Body {
+    let (body, newer) = newer_versions::decode_body(key, &mut frame, api_version).map_err(|e| {
+        DecodeError::Body {
             api_key,
             api_version,
             reason: e.to_string(),
-        })?;
+        }
+    })?;
     Ok(DecodedRequest {
         header,
         api_key: key,
         body,
+        newer,
     })
 }
 
@@ -121,18 +126,23 @@ pub fn encode_response<R: Encodable + HeaderVersion>(
 }
 
 /// `encode_response` for a response held as a `ResponseKind` (which has no size computation):
-/// the body is encoded behind a placeholder length that is filled in afterwards.
+/// the body is encoded behind a placeholder length that is filled in afterwards. A version
+/// kafka-protocol does not know is encoded at the layout `newer_versions` gives it.
 pub fn encode_response_kind(
     correlation_id: i32,
     api_version: i16,
     body: &ResponseKind,
 ) -> anyhow::Result<Bytes> {
-    let header_version = body.header_version(api_version);
+    let (codec_version, in_tree) = newer_versions::response_layout(body, api_version);
+    let header_version = body.header_version(codec_version);
     let header = ResponseHeader::default().with_correlation_id(correlation_id);
     let mut buf = BytesMut::with_capacity(256);
     buf.put_i32(0);
     header.encode(&mut buf, header_version)?;
-    body.encode(&mut buf, api_version)?;
+    match in_tree {
+        Some(encode) => encode(body, &mut buf)?,
+        None => body.encode(&mut buf, codec_version)?,
+    }
     let size = i32::try_from(buf.len() - 4)?;
     buf[..4].copy_from_slice(&size.to_be_bytes());
     Ok(buf.freeze())
@@ -182,7 +192,7 @@ mod tests {
         let resp = api_versions_fallback(7);
         assert_eq!(
             &resp[..],
-            &[0, 0, 0, 16, 0, 0, 0, 7, 0, 35, 0, 0, 0, 1, 0, 18, 0, 0, 0, 4]
+            &[0, 0, 0, 16, 0, 0, 0, 7, 0, 35, 0, 0, 0, 1, 0, 18, 0, 0, 0, 5]
         );
     }
 

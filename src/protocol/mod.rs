@@ -1,10 +1,12 @@
 //! Bytes ⇄ typed messages, and nothing else: the table of API versions sluice serves, request
-//! header decoding, response framing, and the hand-built ApiVersions fallback. Pure functions,
+//! header decoding, response framing, the hand-built ApiVersions fallback, and the few versions
+//! newer than kafka-protocol's codec, carried in-tree (`newer_versions`). Pure functions,
 //! no I/O and no broker state. Record batches pass through untouched as `Bytes`, and fetched
 //! records as chunks (`fetch_frame`) that the network layer writes in place.
 
 mod codec;
 mod fetch_frame;
+mod newer_versions;
 mod versions;
 
 pub use codec::{
@@ -12,4 +14,5 @@ pub use codec::{
     DecodedRequest,
 };
 pub use fetch_frame::{encode_fetch_response, Chunk, ResponseFrame};
+pub use newer_versions::NewerFields;
 pub use versions::{advertised_api_versions, served_range, ApiSupport, SUPPORTED_APIS};

@@ -38,6 +38,9 @@ pub(crate) mod request;
 pub(crate) mod step;
 pub(crate) mod target;
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use uuid::Uuid;

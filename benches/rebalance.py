@@ -13,8 +13,9 @@ each in its own process) on a topic of `--partitions` partitions while nothing i
 - join: a new member starts; the time until all members own partitions again, each partition
   once.
 
-Times are measured from the action to the first moment the members' reported assignments
-(their rebalance callbacks) cover the topic with one owner each. Classic members use the
+Times are measured from the action (the SIGTERM, the new member's process start) to the first
+moment the members' reported assignments give every member some partitions and every partition
+one owner. Classic members use the
 `range` assignor with librdkafka's defaults (session 45 s, heartbeat 3 s); consumer-protocol
 members `group.remote.assignor=uniform`, with the brokers' defaults (heartbeat interval 5 s,
 `group.consumer.assignment.interval.ms` 1 s). Both brokers run with their defaults except
@@ -33,10 +34,21 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO / "compat-tests" / "python"))
 from brokers import Broker  # noqa: E402
-from groups import WorkerProc, covered_since, owners_ok, wait_until  # noqa: E402
+from groups import WorkerProc, owners_ok, wait_until  # noqa: E402
 from helpers import create_topic, unique  # noqa: E402
 
 PROTOCOLS = {"classic": "range", "consumer": "consumer:uniform"}
+
+
+def settled_since(workers, partitions, t0):
+    """Seconds from t0 until the workers' reported assignments first gave every worker some
+    partitions and every partition exactly one owner."""
+    times = sorted({t for w in workers for t, _ in w.assignments if t > t0})
+    for t in times:
+        owned = [w.assignment_at(t) for w in workers]
+        if all(owned) and sorted(p for o in owned for p in o) == list(range(partitions)):
+            return t - t0
+    return None
 
 
 def measure(broker, protocol, members, partitions, work):
@@ -64,13 +76,13 @@ def measure(broker, protocol, members, partitions, work):
         t_leave = time.monotonic()
         workers["m0"].terminate()
         wait_until(lambda: settled(True), 120, lambda: "no settlement after the leave", tick)
-        leave_s = covered_since(live(), partitions, t_leave)
+        leave_s = settled_since(live(), partitions, t_leave)
         time.sleep(2)
         tick()
         joiner = WorkerProc("joiner", broker.bootstrap, group, topic, strategy, work)
         workers["joiner"] = joiner
         wait_until(lambda: settled(True), 120, lambda: "no settlement after the join", tick)
-        join_s = covered_since(live(), partitions, joiner.started)
+        join_s = settled_since(live(), partitions, joiner.started)
         return {"leave_s": leave_s, "join_s": join_s}
     finally:
         for w in workers.values():

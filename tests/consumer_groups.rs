@@ -465,3 +465,27 @@ async fn an_oversized_subscription_is_refused_and_stores_nothing() {
         0
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_classic_join_takes_over_an_empty_consumer_group_only() {
+    let broker = TestBroker::start(&[("group.initial.rebalance.delay.ms", "0")]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "t", 1).await;
+    assert_eq!(
+        send(&mut client, &join("g", "m", &["t"])).await.error_code,
+        0
+    );
+    // A classic member cannot join a consumer group that has members.
+    let classic = common::groups::join_request("g", "");
+    let refused: JoinGroupResponse = client.call(ApiKey::JoinGroup, 5, &classic).await;
+    assert_eq!(refused.error_code, 23, "INCONSISTENT_GROUP_PROTOCOL");
+    // Once the group is empty, a classic group replaces it.
+    assert_eq!(
+        send(&mut client, &beat("g", "m", -1, None))
+            .await
+            .error_code,
+        0
+    );
+    common::groups::form_group(&mut client, "g").await;
+    assert_eq!(describe(&mut client, "g").await.error_code, 69);
+}

@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step says how long the run has taken so far, so a CI log shows where the time goes.
+started=$SECONDS
+step() { printf '\n==> [%dm%02ds] %s\n' $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60)) "$*"; }
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -38,3 +40,4 @@ step "the test broker: metrics, fault injection, the image under Testcontainers 
 bash compat-tests/testcontainers/run.sh "$PWD/target/release/sluice"
 step "compatibility report card"
 python3 compat-tests/report.py
+step "done"

@@ -24,8 +24,10 @@ mod init_producer_id;
 mod list_offsets;
 mod metadata;
 mod produce;
+mod produce_txn;
 mod throttle;
 mod transactions_admin;
+mod write_txn_markers;
 
 use std::sync::Arc;
 
@@ -38,7 +40,7 @@ use crate::config::Config;
 use crate::group::GroupCoordinator;
 use crate::protocol::{DecodedRequest, ResponseFrame};
 use crate::quota::QuotaManager;
-use crate::storage::LogManager;
+use crate::storage::{LogManager, MarkerWriter};
 use crate::time::Clock;
 
 /// What the handlers share: settings, the logs, the clock, and the shutdown signal.
@@ -46,6 +48,8 @@ pub struct Broker {
     pub config: Arc<Config>,
     pub logs: Arc<LogManager>,
     pub groups: Arc<GroupCoordinator>,
+    /// Writes transaction markers to partitions (WriteTxnMarkers).
+    pub markers: Arc<MarkerWriter>,
     pub clock: Arc<dyn Clock>,
     pub shutdown: watch::Receiver<bool>,
     /// Client quotas: every request is charged here and may come back with a throttle time.
@@ -233,6 +237,7 @@ async fn dispatch(
         RequestKind::CreateAcls(r) => body(acls::create(r)),
         RequestKind::DeleteAcls(r) => body(acls::delete(r)),
         RequestKind::ElectLeaders(r) => body(elect_leaders::handle(broker, r)),
+        RequestKind::WriteTxnMarkers(r) => body(write_txn_markers::handle(broker, r)),
         RequestKind::ListTransactions(r) => body(transactions_admin::list_transactions(r)),
         RequestKind::DescribeTransactions(r) => body(transactions_admin::describe_transactions(r)),
         RequestKind::DescribeProducers(r) => {

@@ -15,6 +15,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use super::errors::{code, partition_error_code, Refused, NONE};
+use super::produce_txn;
 use super::{respond_throttled, Broker, Outcome};
 use crate::record_batch::recompress;
 use crate::record_batch::validate::{validate, validate_framing};
@@ -39,6 +40,9 @@ pub async fn handle(
     let started = Instant::now();
     let acks = request.acks;
     let now_ms = broker.clock.now_ms();
+    if let Err(error) = produce_txn::transactional_producer(&request) {
+        return refuse_all(request, correlation_id, version, error);
+    }
     let mut any_error = false;
     let mut responses = Vec::with_capacity(request.topic_data.len());
     for topic_data in request.topic_data {
@@ -70,8 +74,8 @@ pub async fn handle(
                         }
                     }
                     Ok(()) => append_one(
-                        topic,
-                        partition,
+                        broker,
+                        (topic, partition),
                         data.records,
                         version,
                         now_ms,
@@ -145,11 +149,46 @@ fn admit(acks: i16, topic: &Topic, records: &Option<Bytes>, version: i16) -> Res
     Ok(())
 }
 
+/// The answer to a request refused as a whole: every partition gets `error` (an acks=0
+/// request's connection is closed, as for any failed acks=0 produce).
+fn refuse_all(
+    request: ProduceRequest,
+    correlation_id: i32,
+    version: i16,
+    error: ResponseError,
+) -> Outcome {
+    if request.acks == 0 {
+        return Outcome::Close(format!("acks=0 produce refused: {error}"));
+    }
+    let responses = request
+        .topic_data
+        .into_iter()
+        .map(|topic_data| {
+            let partitions = topic_data
+                .partition_data
+                .iter()
+                .map(|data| {
+                    PartitionProduceResponse::default()
+                        .with_index(data.index)
+                        .with_base_offset(-1)
+                        .with_error_code(code(error))
+                })
+                .collect();
+            TopicProduceResponse::default()
+                .with_name(topic_data.name)
+                .with_topic_id(topic_data.topic_id)
+                .with_partition_responses(partitions)
+        })
+        .collect();
+    let response = ProduceResponse::default().with_responses(responses);
+    respond_throttled(correlation_id, version, &response, 0)
+}
+
 /// Validates one partition's batch against its topic's settings, re-encodes it into the
 /// topic's codec when that names another, and appends it through storage.
 fn append_one(
-    topic: &Topic,
-    partition: &Partition,
+    broker: &Broker,
+    (topic, partition): (&Topic, &Partition),
     records: Option<Bytes>,
     version: i16,
     now_ms: i64,
@@ -179,7 +218,14 @@ fn append_one(
             return;
         }
     };
-    match partition.append_produced(&records, &header, settings.log_append_time, now_ms) {
+    let verification = produce_txn::verification(broker, &header, version);
+    match partition.append_produced(
+        &records,
+        &header,
+        settings.log_append_time,
+        now_ms,
+        verification,
+    ) {
         Ok(produced) => {
             response.base_offset = produced.base_offset;
             response.log_start_offset = produced.log_start_offset;

@@ -96,8 +96,8 @@ fn active_producers(active: &[ActiveProducer]) -> Vec<ProducerState> {
                 .with_producer_epoch(i32::from(producer.epoch))
                 .with_last_sequence(producer.last_sequence)
                 .with_last_timestamp(producer.last_timestamp_ms)
-                .with_coordinator_epoch(-1)
-                .with_current_txn_start_offset(-1)
+                .with_coordinator_epoch(producer.coordinator_epoch)
+                .with_current_txn_start_offset(producer.current_txn_start_offset)
         })
         .collect()
 }

@@ -73,6 +73,33 @@ pub struct Config {
     pub offset_metadata_max_bytes: usize,
     /// Idempotent producers idle this long are forgotten.
     pub producer_id_expiration_ms: i64,
+    /// `transaction.max.timeout.ms`: the longest transaction timeout a producer may ask for.
+    pub transaction_max_timeout_ms: i32,
+    /// `transactional.id.expiration.ms`: a transactional id idle this long (no transaction
+    /// open) is forgotten.
+    pub transactional_id_expiration_ms: i64,
+    /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`: how often transactions
+    /// past their timeout are looked for and aborted.
+    pub transaction_abort_timed_out_transaction_cleanup_interval_ms: i64,
+    /// `transaction.remove.expired.transaction.cleanup.interval.ms`: how often expired
+    /// transactional ids are looked for.
+    pub transaction_remove_expired_transaction_cleanup_interval_ms: i64,
+    /// `transaction.state.log.num.partitions`: `__transaction_state`'s partitions, set when it
+    /// is created.
+    pub transaction_state_log_num_partitions: i32,
+    /// `transaction.state.log.segment.bytes`: `__transaction_state`'s segment size.
+    pub transaction_state_log_segment_bytes: u64,
+    /// `transaction.state.log.load.buffer.size`: bytes read per step when
+    /// `__transaction_state` is loaded.
+    pub transaction_state_log_load_buffer_bytes: usize,
+    /// `transaction.partition.verification.enable`: a transactional batch that would open a
+    /// transaction is first checked with the coordinator (KIP-890; always for transaction
+    /// version 2 clients).
+    pub transaction_partition_verification_enable: bool,
+    /// `add.partitions.to.txn.retry.backoff.ms` and `.max.ms`: how a produce whose
+    /// verification found the transaction completing retries it, and for how long at most.
+    pub add_partitions_to_txn_retry_backoff_ms: i64,
+    pub add_partitions_to_txn_retry_backoff_max_ms: i64,
     /// `quota.window.num`: how many samples a client quota's rate is measured over.
     pub quota_window_num: usize,
     /// `quota.window.size.seconds`: the span of one sample.
@@ -198,6 +225,16 @@ impl Config {
             offsets_retention_minutes: 0,
             offset_metadata_max_bytes: 0,
             producer_id_expiration_ms: 0,
+            transaction_max_timeout_ms: 0,
+            transactional_id_expiration_ms: 0,
+            transaction_abort_timed_out_transaction_cleanup_interval_ms: 0,
+            transaction_remove_expired_transaction_cleanup_interval_ms: 0,
+            transaction_state_log_num_partitions: 0,
+            transaction_state_log_segment_bytes: 0,
+            transaction_state_log_load_buffer_bytes: 0,
+            transaction_partition_verification_enable: false,
+            add_partitions_to_txn_retry_backoff_ms: 0,
+            add_partitions_to_txn_retry_backoff_max_ms: 0,
             quota_window_num: 0,
             quota_window_size_seconds: 0,
             quota_producer_default_bytes_per_second: None,

@@ -60,6 +60,7 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
     api(ApiKey::DescribeClientQuotas, 0, 0, 1),
     api(ApiKey::AlterClientQuotas, 0, 0, 1),
     api(ApiKey::DescribeUserScramCredentials, 0, 0, 0),
+    api(ApiKey::WriteTxnMarkers, 1, 1, 1),
     api(ApiKey::DescribeAcls, 1, 1, 3),
     api(ApiKey::CreateAcls, 1, 1, 3),
     api(ApiKey::DeleteAcls, 1, 1, 3),

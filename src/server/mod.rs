@@ -17,7 +17,7 @@ use crate::group::{GroupConfig, GroupCoordinator};
 use crate::network::{self, serve_listener};
 use crate::quota::QuotaManager;
 use crate::storage::consumer_offsets::ConsumerOffsetsStore;
-use crate::storage::LogManager;
+use crate::storage::{LogManager, MarkerWriter};
 use crate::time::Clock;
 
 /// How long shutdown waits for connections to answer what they already read.
@@ -113,6 +113,7 @@ pub async fn start_on(
         config: config.clone(),
         logs: logs.clone(),
         groups: groups.clone(),
+        markers: Arc::new(MarkerWriter::new(logs.clone())),
         clock: clock.clone(),
         shutdown: shutdown_rx.clone(),
         quotas,

@@ -60,7 +60,7 @@ const FORBIDDEN_EDGES: &[Forbidden] = &[
 const LAYERS: &[&[&str]] = &[
     &["alloc_guard", "time"],
     &["config", "disk", "record_batch"],
-    &["group", "log", "producer", "protocol", "quota"],
+    &["group", "log", "producer", "protocol", "quota", "txn"],
     &["storage"],
     &["api"],
     &["network"],
@@ -153,6 +153,10 @@ const ERROR_CODES: Capability = Capability {
         (
             "src/group/",
             "the group coordinator answers with Kafka's codes, as Kafka's does",
+        ),
+        (
+            "src/txn/",
+            "the transaction coordinator answers with Kafka's codes, as Kafka's does",
         ),
     ],
 };

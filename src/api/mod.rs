@@ -3,6 +3,7 @@
 //! persistent state; everything durable lives in `storage`/`log`.
 
 mod acls;
+mod add_partitions_to_txn;
 mod alter_client_quotas;
 mod alter_configs;
 mod api_versions;
@@ -17,6 +18,7 @@ mod describe_log_dirs;
 mod describe_topic_partitions;
 mod describe_user_scram_credentials;
 mod elect_leaders;
+mod end_txn;
 mod errors;
 mod fetch;
 mod find_coordinator;
@@ -27,6 +29,7 @@ mod produce;
 mod produce_txn;
 mod throttle;
 mod transactions_admin;
+mod txn_offset_commit;
 mod write_txn_markers;
 
 use std::sync::Arc;
@@ -42,6 +45,7 @@ use crate::protocol::{DecodedRequest, ResponseFrame};
 use crate::quota::QuotaManager;
 use crate::storage::{LogManager, MarkerWriter};
 use crate::time::Clock;
+use crate::txn::TransactionCoordinator;
 
 /// What the handlers share: settings, the logs, the clock, and the shutdown signal.
 pub struct Broker {
@@ -50,6 +54,8 @@ pub struct Broker {
     pub groups: Arc<GroupCoordinator>,
     /// Writes transaction markers to partitions (WriteTxnMarkers).
     pub markers: Arc<MarkerWriter>,
+    /// The transaction coordinator.
+    pub txn: Arc<TransactionCoordinator>,
     pub clock: Arc<dyn Clock>,
     pub shutdown: watch::Receiver<bool>,
     /// Client quotas: every request is charged here and may come back with a throttle time.
@@ -184,7 +190,7 @@ async fn dispatch(
             Reply::Finished(fetch::handle(broker, r, correlation_id, version, client_id).await)
         }
         RequestKind::ListOffsets(r) => body(list_offsets::handle(broker, r, version)),
-        RequestKind::InitProducerId(r) => body(init_producer_id::handle(broker, r)),
+        RequestKind::InitProducerId(r) => body(init_producer_id::handle(broker, r, version)),
         RequestKind::CreateTopics(r) => {
             let quota = broker.quotas.controller_mutation(client_id, version >= 6);
             create_topics::handle(broker, r, version, quota)
@@ -238,8 +244,18 @@ async fn dispatch(
         RequestKind::DeleteAcls(r) => body(acls::delete(r)),
         RequestKind::ElectLeaders(r) => body(elect_leaders::handle(broker, r)),
         RequestKind::WriteTxnMarkers(r) => body(write_txn_markers::handle(broker, r)),
-        RequestKind::ListTransactions(r) => body(transactions_admin::list_transactions(r)),
-        RequestKind::DescribeTransactions(r) => body(transactions_admin::describe_transactions(r)),
+        RequestKind::AddPartitionsToTxn(r) => {
+            body(add_partitions_to_txn::handle(broker, r, version))
+        }
+        RequestKind::AddOffsetsToTxn(r) => {
+            body(add_partitions_to_txn::add_offsets(broker, r, version))
+        }
+        RequestKind::EndTxn(r) => body(end_txn::handle(broker, r, version)),
+        RequestKind::TxnOffsetCommit(r) => body(txn_offset_commit::handle(broker, r, version)),
+        RequestKind::ListTransactions(r) => body(transactions_admin::list_transactions(broker, r)),
+        RequestKind::DescribeTransactions(r) => {
+            body(transactions_admin::describe_transactions(broker, r))
+        }
         RequestKind::DescribeProducers(r) => {
             body(transactions_admin::describe_producers(broker, r))
         }

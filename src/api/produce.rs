@@ -14,13 +14,14 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use super::errors::{code, partition_error_code, Refused, NONE};
+use super::errors::{code, error_message, partition_error_code, Refused, NONE};
 use super::produce_txn;
 use super::{respond_throttled, Broker, Outcome};
 use crate::record_batch::recompress;
 use crate::record_batch::validate::{validate, validate_framing};
 use crate::storage::consumer_offsets::CONSUMER_OFFSETS_TOPIC;
-use crate::storage::{Partition, PartitionError, Topic};
+use crate::storage::transaction_state::TRANSACTION_STATE_TOPIC;
+use crate::storage::{Partition, PartitionError, Topic, TxnVerification};
 
 /// Who sent the request, for quotas.
 pub struct Client<'a> {
@@ -40,9 +41,17 @@ pub async fn handle(
     let started = Instant::now();
     let acks = request.acks;
     let now_ms = broker.clock.now_ms();
-    if let Err(error) = produce_txn::transactional_producer(&request) {
-        return refuse_all(request, correlation_id, version, error);
-    }
+    let verifications = match produce_txn::transactional_producer(&request) {
+        Err(error) => return refuse_all(request, correlation_id, version, error),
+        Ok(Some(producer)) => produce_txn::verify(broker, &request, &producer, version).await,
+        Ok(None) => produce_txn::Verifications::new(),
+    };
+    // A transactional batch with no producer id to verify cannot open a transaction.
+    let unverified = if version <= 11 && !broker.config.transaction_partition_verification_enable {
+        TxnVerification::Off
+    } else {
+        TxnVerification::Guard(None)
+    };
     let mut any_error = false;
     let mut responses = Vec::with_capacity(request.topic_data.len());
     for topic_data in request.topic_data {
@@ -57,10 +66,29 @@ pub async fn handle(
             ResponseError::UnknownTopicOrPartition
         };
         let mut partitions = Vec::with_capacity(topic_data.partition_data.len());
+        let key_name = if version >= 13 {
+            topic_data.topic_id.to_string()
+        } else {
+            topic_data.name.to_string()
+        };
         for data in topic_data.partition_data {
             let mut response = PartitionProduceResponse::default()
                 .with_index(data.index)
                 .with_base_offset(-1);
+            let verification = match verifications.get(&(key_name.clone(), data.index)) {
+                Some(Ok(verification)) => *verification,
+                Some(Err(refused)) => {
+                    response.error_code = refused.error_code;
+                    if version >= 8 {
+                        response.error_message =
+                            error_message(refused.error_code, refused.message.clone());
+                    }
+                    any_error = true;
+                    partitions.push(response);
+                    continue;
+                }
+                None => unverified,
+            };
             let partition = topic
                 .as_ref()
                 .and_then(|t| t.partition(data.index).map(|p| (t, p)));
@@ -74,10 +102,9 @@ pub async fn handle(
                         }
                     }
                     Ok(()) => append_one(
-                        broker,
                         (topic, partition),
                         data.records,
-                        version,
+                        (version, verification),
                         now_ms,
                         &mut response,
                     ),
@@ -132,11 +159,11 @@ fn admit(acks: i16, topic: &Topic, records: &Option<Bytes>, version: i16) -> Res
             "acks must be -1, 0 or 1",
         ));
     }
-    // Only the group coordinator writes the offsets topic, as in Kafka.
-    if topic.name == CONSUMER_OFFSETS_TOPIC {
+    // Only the coordinators write their internal topics, as in Kafka.
+    if topic.name == CONSUMER_OFFSETS_TOPIC || topic.name == TRANSACTION_STATE_TOPIC {
         return Err(refuse(
             ResponseError::InvalidTopicException,
-            "clients may not write the offsets topic",
+            "clients may not write an internal topic",
         ));
     }
     // The ISR of a single broker is itself: acks=all cannot meet a larger minimum.
@@ -187,10 +214,9 @@ fn refuse_all(
 /// Validates one partition's batch against its topic's settings, re-encodes it into the
 /// topic's codec when that names another, and appends it through storage.
 fn append_one(
-    broker: &Broker,
     (topic, partition): (&Topic, &Partition),
     records: Option<Bytes>,
-    version: i16,
+    (version, verification): (i16, TxnVerification),
     now_ms: i64,
     response: &mut PartitionProduceResponse,
 ) {
@@ -218,7 +244,11 @@ fn append_one(
             return;
         }
     };
-    let verification = produce_txn::verification(broker, &header, version);
+    let verification = if header.is_transactional() {
+        verification
+    } else {
+        TxnVerification::Off
+    };
     match partition.append_produced(
         &records,
         &header,

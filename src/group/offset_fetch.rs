@@ -1,6 +1,8 @@
 //! OffsetFetch (API 9, v1-9): committed offsets of one group (v1-7) or several (v8+), for listed
 //! partitions or, with null topics (v2+), for everything the group committed. A partition with
-//! no commit answers offset -1 and empty metadata, without an error, as Kafka does.
+//! no commit answers offset -1 and empty metadata, without an error, as Kafka does. Offsets a
+//! transaction wrote are not answered until it commits; a client that asks for stable offsets
+//! (`require_stable`, v7+) gets UNSTABLE_OFFSET_COMMIT for a partition one is pending on.
 
 use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
@@ -11,6 +13,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use super::state::CommittedOffset;
+use super::txn_offsets::has_pending;
 use super::{GroupCoordinator, Inner};
 
 /// One partition's answer, before it is shaped for the version.
@@ -64,7 +67,7 @@ impl GroupCoordinator {
                     });
                     group_response(
                         g.group_id.as_str(),
-                        fetch_group(&inner, g.group_id.as_str(), topics),
+                        fetch_group(&inner, g.group_id.as_str(), topics, request.require_stable),
                     )
                 })
                 .collect();
@@ -75,7 +78,13 @@ impl GroupCoordinator {
                 .map(|t| (t.name.to_string(), t.partition_indexes.clone()))
                 .collect()
         });
-        let result = fetch_group(&inner, request.group_id.as_str(), requested.clone());
+        let require_stable = version >= 7 && request.require_stable;
+        let result = fetch_group(
+            &inner,
+            request.group_id.as_str(),
+            requested.clone(),
+            require_stable,
+        );
         single_group_response(result, requested, version)
     }
 }
@@ -83,6 +92,27 @@ impl GroupCoordinator {
 /// The committed offsets of one group, or the group-level error. Kafka accepts the empty group
 /// id here for compatibility; no such group exists, so it has no offsets.
 fn fetch_group(
+    inner: &Inner,
+    group_id: &str,
+    requested: Option<Vec<(String, Vec<i32>)>>,
+    require_stable: bool,
+) -> Result<FetchedTopics, ResponseError> {
+    let mut fetched = fetch_committed(inner, group_id, requested)?;
+    if require_stable {
+        for (topic, partitions) in &mut fetched {
+            for partition in partitions.iter_mut() {
+                if has_pending(inner, group_id, topic, partition.partition) {
+                    let unstable = ResponseError::UnstableOffsetCommit.code();
+                    *partition = Fetched::absent(partition.partition, unstable);
+                }
+            }
+        }
+    }
+    Ok(fetched)
+}
+
+/// The committed offsets of one group, or the group-level error.
+fn fetch_committed(
     inner: &Inner,
     group_id: &str,
     requested: Option<Vec<(String, Vec<i32>)>>,

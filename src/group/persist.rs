@@ -34,7 +34,10 @@ pub(crate) fn append(
         tracing::warn!(group_id, "cannot store __consumer_offsets records: {e}");
         match e {
             StoreError::TooLarge { .. } => ResponseError::UnknownServerError,
-            StoreError::Io(_) => ResponseError::CoordinatorNotAvailable,
+            StoreError::ProducerFenced => ResponseError::InvalidProducerEpoch,
+            StoreError::CoordinatorFenced | StoreError::Io(_) => {
+                ResponseError::CoordinatorNotAvailable
+            }
         }
     })
 }
@@ -99,9 +102,50 @@ pub(crate) struct Replay {
     /// Groups whose last group-metadata record is not a tombstone: they exist even without
     /// offsets.
     pub with_metadata: std::collections::HashSet<String>,
+    /// Offsets of transactions whose marker has not been replayed yet.
+    pub pending: super::txn_offsets::PendingTxnOffsets,
 }
 
 impl Replay {
+    /// A record of a producer's transactional batch: an offset commit pending until the
+    /// transaction's marker (other record types never come in transactions).
+    pub(crate) fn pending_offset(
+        &mut self,
+        producer_id: i64,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Result<(), String> {
+        let records::RecordKey::OffsetCommit {
+            group_id,
+            topic,
+            partition,
+        } = records::decode_key(key)?
+        else {
+            return Ok(());
+        };
+        let Some(value) = value else {
+            return Ok(());
+        };
+        let value = records::decode_offset_commit_value(value)?;
+        let offset = super::state::CommittedOffset {
+            offset: value.offset,
+            leader_epoch: value.leader_epoch,
+            metadata: value.metadata,
+            commit_timestamp_ms: value.commit_timestamp_ms,
+            expire_timestamp_ms: value.expire_timestamp_ms,
+        };
+        self.groups
+            .entry(group_id.clone())
+            .or_insert_with(|| ClassicGroup::new(&group_id, None));
+        self.pending
+            .entry(producer_id)
+            .or_default()
+            .entry(group_id)
+            .or_default()
+            .insert((topic, partition), offset);
+        Ok(())
+    }
+
     /// Applies a group-metadata record (Kafka's `replay(GroupMetadataKey, GroupMetadataValue)`).
     /// The group's committed offsets are kept either way: they have records of their own.
     pub(crate) fn group_metadata(

@@ -12,4 +12,7 @@ pub use codec::{
     DecodedRequest,
 };
 pub use fetch_frame::{encode_fetch_response, Chunk, ResponseFrame};
-pub use versions::{advertised_api_versions, served_range, ApiSupport, SUPPORTED_APIS};
+pub use versions::{
+    advertised_api_versions, served_range, ApiSupport, Feature, FEATURES, FINALIZED_FEATURES_EPOCH,
+    SUPPORTED_APIS,
+};

@@ -14,9 +14,11 @@ mod errors;
 mod layout;
 mod maintenance;
 mod partition;
+mod replay;
 mod topic;
 mod topic_settings;
 pub mod transaction_markers;
+pub mod transaction_state;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;

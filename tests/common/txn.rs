@@ -240,3 +240,228 @@ pub async fn describe_producers(
 pub fn s(text: &str) -> StrBytes {
     StrBytes::from_string(text.to_string())
 }
+
+/// FindCoordinator v3 for a transactional id: (error code, node id).
+pub async fn find_txn_coordinator(client: &mut Client, transactional_id: &str) -> (i16, i32) {
+    let request = FindCoordinatorRequest::default()
+        .with_key(s(transactional_id))
+        .with_key_type(1);
+    let response: FindCoordinatorResponse = client.call(ApiKey::FindCoordinator, 3, &request).await;
+    (response.error_code, response.node_id.0)
+}
+
+/// InitProducerId v`version` with a transactional id; (error code, producer id, epoch).
+pub async fn init_txn(
+    client: &mut Client,
+    version: i16,
+    transactional_id: &str,
+    timeout_ms: i32,
+    expected: (i64, i16),
+) -> (i16, i64, i16) {
+    let request = InitProducerIdRequest::default()
+        .with_transactional_id(Some(s(transactional_id).into()))
+        .with_transaction_timeout_ms(timeout_ms)
+        .with_producer_id(ProducerId(expected.0))
+        .with_producer_epoch(expected.1);
+    let response: InitProducerIdResponse =
+        client.call(ApiKey::InitProducerId, version, &request).await;
+    (
+        response.error_code,
+        response.producer_id.0,
+        response.producer_epoch,
+    )
+}
+
+/// InitProducerId v4 for a new producer instance, retried while the coordinator aborts an open
+/// transaction (CONCURRENT_TRANSACTIONS), as clients retry it.
+pub async fn init_txn_ok(
+    client: &mut Client,
+    transactional_id: &str,
+    timeout_ms: i32,
+) -> (i64, i16) {
+    for _ in 0..100 {
+        let (error, producer_id, epoch) =
+            init_txn(client, 4, transactional_id, timeout_ms, (-1, -1)).await;
+        match error {
+            0 => return (producer_id, epoch),
+            51 => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+            other => panic!("InitProducerId for {transactional_id}: error {other}"),
+        }
+    }
+    panic!("InitProducerId for {transactional_id} kept answering CONCURRENT_TRANSACTIONS");
+}
+
+/// AddPartitionsToTxn v3 (a client's); each partition's error code, in request order.
+pub async fn add_partitions(
+    client: &mut Client,
+    transactional_id: &str,
+    (producer_id, epoch): (i64, i16),
+    partitions: &[(&str, i32)],
+) -> Vec<i16> {
+    add_partitions_at(
+        client,
+        3,
+        transactional_id,
+        (producer_id, epoch),
+        partitions,
+    )
+    .await
+}
+
+pub async fn add_partitions_at(
+    client: &mut Client,
+    version: i16,
+    transactional_id: &str,
+    (producer_id, epoch): (i64, i16),
+    partitions: &[(&str, i32)],
+) -> Vec<i16> {
+    let mut topics: Vec<add_partitions_to_txn_request::AddPartitionsToTxnTopic> = Vec::new();
+    for (topic, partition) in partitions {
+        match topics.iter_mut().find(|t| t.name.as_str() == *topic) {
+            Some(t) => t.partitions.push(*partition),
+            None => topics.push(
+                add_partitions_to_txn_request::AddPartitionsToTxnTopic::default()
+                    .with_name(topic_name(topic))
+                    .with_partitions(vec![*partition]),
+            ),
+        }
+    }
+    let request = AddPartitionsToTxnRequest::default()
+        .with_v3_and_below_transactional_id(s(transactional_id).into())
+        .with_v3_and_below_producer_id(ProducerId(producer_id))
+        .with_v3_and_below_producer_epoch(epoch)
+        .with_v3_and_below_topics(topics);
+    let response: AddPartitionsToTxnResponse = client
+        .call(ApiKey::AddPartitionsToTxn, version, &request)
+        .await;
+    let mut codes = Vec::new();
+    for (topic, partition) in partitions {
+        let result = response
+            .results_by_topic_v3_and_below
+            .iter()
+            .find(|t| t.name.as_str() == *topic)
+            .and_then(|t| {
+                t.results_by_partition
+                    .iter()
+                    .find(|p| p.partition_index == *partition)
+            })
+            .expect("a result for every partition");
+        codes.push(result.partition_error_code);
+    }
+    codes
+}
+
+/// EndTxn v`version`; (error code, producer id, epoch) of the response.
+pub async fn end_txn(
+    client: &mut Client,
+    version: i16,
+    transactional_id: &str,
+    (producer_id, epoch): (i64, i16),
+    commit: bool,
+) -> (i16, i64, i16) {
+    let request = EndTxnRequest::default()
+        .with_transactional_id(s(transactional_id).into())
+        .with_producer_id(ProducerId(producer_id))
+        .with_producer_epoch(epoch)
+        .with_committed(commit);
+    let response: EndTxnResponse = client.call(ApiKey::EndTxn, version, &request).await;
+    (
+        response.error_code,
+        response.producer_id.0,
+        response.producer_epoch,
+    )
+}
+
+/// DescribeTransactions v0 of one id: (error code, state, producer id, epoch, partitions).
+pub async fn describe_txn(
+    client: &mut Client,
+    transactional_id: &str,
+) -> (i16, String, i64, i16, Vec<(String, i32)>) {
+    let request = DescribeTransactionsRequest::default()
+        .with_transactional_ids(vec![s(transactional_id).into()]);
+    let response: DescribeTransactionsResponse =
+        client.call(ApiKey::DescribeTransactions, 0, &request).await;
+    let state = &response.transaction_states[0];
+    let mut partitions: Vec<(String, i32)> = state
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(move |p| (t.topic.to_string(), *p)))
+        .collect();
+    partitions.sort();
+    (
+        state.error_code,
+        state.transaction_state.to_string(),
+        state.producer_id.0,
+        state.producer_epoch,
+        partitions,
+    )
+}
+
+/// TxnOffsetCommit v`version` of one offset for partition 0 of `topic`; its error code.
+pub async fn txn_offset_commit(
+    client: &mut Client,
+    version: i16,
+    transactional_id: &str,
+    group: &str,
+    (producer_id, epoch): (i64, i16),
+    (generation, member): (i32, &str),
+    (topic, offset): (&str, i64),
+) -> i16 {
+    let request = TxnOffsetCommitRequest::default()
+        .with_transactional_id(s(transactional_id).into())
+        .with_group_id(s(group).into())
+        .with_producer_id(ProducerId(producer_id))
+        .with_producer_epoch(epoch)
+        .with_generation_id(generation)
+        .with_member_id(s(member))
+        .with_topics(vec![
+            txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
+                .with_name(topic_name(topic))
+                .with_partitions(vec![
+                    txn_offset_commit_request::TxnOffsetCommitRequestPartition::default()
+                        .with_partition_index(0)
+                        .with_committed_offset(offset)
+                        .with_committed_leader_epoch(-1),
+                ]),
+        ]);
+    let response: TxnOffsetCommitResponse = client
+        .call(ApiKey::TxnOffsetCommit, version, &request)
+        .await;
+    response.topics[0].partitions[0].error_code
+}
+
+/// AddOffsetsToTxn v3; its error code.
+pub async fn add_offsets(
+    client: &mut Client,
+    transactional_id: &str,
+    (producer_id, epoch): (i64, i16),
+    group: &str,
+) -> i16 {
+    let request = AddOffsetsToTxnRequest::default()
+        .with_transactional_id(s(transactional_id).into())
+        .with_producer_id(ProducerId(producer_id))
+        .with_producer_epoch(epoch)
+        .with_group_id(s(group).into());
+    let response: AddOffsetsToTxnResponse = client.call(ApiKey::AddOffsetsToTxn, 3, &request).await;
+    response.error_code
+}
+
+/// OffsetFetch v7 of partition 0 of `topic`: (offset, error code).
+pub async fn fetch_offset(
+    client: &mut Client,
+    group: &str,
+    topic: &str,
+    require_stable: bool,
+) -> (i64, i16) {
+    let request = OffsetFetchRequest::default()
+        .with_group_id(s(group).into())
+        .with_require_stable(require_stable)
+        .with_topics(Some(vec![
+            offset_fetch_request::OffsetFetchRequestTopic::default()
+                .with_name(topic_name(topic))
+                .with_partition_indexes(vec![0]),
+        ]));
+    let response: OffsetFetchResponse = client.call(ApiKey::OffsetFetch, 7, &request).await;
+    let p = &response.topics[0].partitions[0];
+    (p.committed_offset, p.error_code)
+}

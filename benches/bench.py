@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Side-by-side benchmarks of sluice and Apache Kafka 4.1.2 (stdlib only; run by run.sh).
+"""Side-by-side benchmarks of sluice and Apache Kafka 4.4.0 (stdlib only; run by run.sh).
 
   bench.py run [--quick]   all scenarios; raw figures to benches/results.json
   bench.py profile         sluice under `perf record` during the produce scenario
@@ -366,9 +366,9 @@ JAVA_THROUGHPUT_PROPS = ["batch.size=262144"]
 
 def java_produce(b, topic, n, codec, rate=-1, timeout=300, props=JAVA_THROUGHPUT_PROPS):
     _, out, err = run([RUN_CLASS, "org.apache.kafka.tools.ProducerPerformance",
+                       "--bootstrap-server", b.bootstrap,
                        "--topic", topic, "--num-records", str(n), "--record-size", str(RECORD),
-                       "--throughput", str(rate), "--producer-props",
-                       f"bootstrap.servers={b.bootstrap}", "acks=all",
+                       "--throughput", str(rate), "--command-property", "acks=all",
                        f"compression.type={codec}", *props], timeout=timeout)
     m = None
     for line in out.splitlines():
@@ -386,7 +386,7 @@ def java_produce(b, topic, n, codec, rate=-1, timeout=300, props=JAVA_THROUGHPUT
 def java_consume(b, topic, n, timeout=300):
     _, out, err = run([RUN_CLASS, "org.apache.kafka.tools.ConsumerPerformance",
                        "--bootstrap-server", b.bootstrap, "--topic", topic,
-                       "--messages", str(n), "--timeout", "30000"], timeout=timeout)
+                       "--num-records", str(n), "--timeout", "30000"], timeout=timeout)
     if "Exiting before consuming" in out + err:
         raise RuntimeError("ConsumerPerformance timed out before consuming everything")
     rows = [l for l in out.splitlines() if re.match(r"^\d{4}-\d\d-\d\d ", l)]
@@ -404,8 +404,9 @@ E2E_RE = re.compile(r"Percentiles: 50th = (\d+), 99th = (\d+), 99.9th = (\d+)")
 
 
 def java_e2e(b, topic, n, timeout=300):
-    _, out, err = run([RUN_CLASS, "org.apache.kafka.tools.EndToEndLatency", b.bootstrap, topic,
-                       str(n), "all", str(RECORD)], timeout=timeout)
+    _, out, err = run([RUN_CLASS, "org.apache.kafka.tools.EndToEndLatency",
+                       "--bootstrap-server", b.bootstrap, "--topic", topic, "--num-records", str(n),
+                       "--producer-acks", "all", "--record-size", str(RECORD)], timeout=timeout)
     m = E2E_RE.search(out)
     avg = re.search(r"Avg latency: ([\d.]+) ms", out)
     if not m or not avg:

@@ -3,7 +3,7 @@
 # card. CI runs the tests.allow subsets instead (scripts/test-all.sh); this is the run behind
 # REPORT.md and the FINDINGS.md files.
 #   compat-tests/run-all.sh [SLUICE_BIN]   against sluice (default target/release/sluice)
-#   compat-tests/run-all.sh --kafka        the same suites against Apache Kafka 4.1.2: the
+#   compat-tests/run-all.sh --kafka        the same suites against Apache Kafka 4.4.0: the
 #                                          differential check (a test failing on both is a bad
 #                                          test; failing on sluice only, a sluice bug)
 # Every suite runs even when an earlier one fails; the exit status is non-zero if any failed.

@@ -16,8 +16,10 @@ step "cargo build --release"
 cargo build --release
 step "real clients and Kafka's tools against target/release/sluice"
 bash compat-tests/run-core.sh "$PWD/target/release/sluice"
-step "Java client 4.x and Kafka's CLI tools against target/release/sluice"
+step "Java client 4.4 and Kafka's CLI tools against target/release/sluice"
 bash compat-tests/java/run.sh "$PWD/target/release/sluice"
+step "Java client 3.9 (the same tests.allow, CLI tools aside) against target/release/sluice"
+bash compat-tests/java/run.sh "$PWD/target/release/sluice" --client 3.9
 step "kafka-topics --describe on target/release/sluice vs Apache Kafka"
 bash compat-tests/kafka/compare-topics-describe.sh "$PWD/target/release/sluice"
 step "ApiVersions of target/release/sluice within Apache Kafka's"
@@ -28,5 +30,7 @@ step "franz-go's kgo integration tests (tests.allow) against target/release/slui
 bash compat-tests/franz-go/run.sh "$PWD/target/release/sluice"
 step "kafkajs scenarios (tests.allow) against target/release/sluice"
 bash compat-tests/kafkajs/run.sh "$PWD/target/release/sluice"
+step "the test broker: metrics, fault injection, the image under Testcontainers (Java, Python, Go)"
+bash compat-tests/testcontainers/run.sh "$PWD/target/release/sluice"
 step "compatibility report card"
 python3 compat-tests/report.py

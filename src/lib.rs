@@ -14,6 +14,7 @@
 //! txn      the transaction coordinator (state in `__transaction_state`)
 //! log      one partition: segments, offset and time indexes, recovery
 //! record_batch  the RecordBatch format: header, records, codecs, Kafka's checks (pure)
+//! metrics  counters and timers named after Kafka's JMX metrics (atomics; `/metrics`)
 //! ```
 //!
 //! See ARCHITECTURE.md for the invariants each layer keeps.
@@ -25,6 +26,7 @@ pub mod disk;
 pub mod embedded;
 pub mod group;
 pub mod log;
+pub mod metrics;
 pub mod network;
 pub mod producer;
 pub mod protocol;
@@ -35,4 +37,6 @@ pub mod storage;
 pub mod time;
 pub mod txn;
 
-pub use embedded::{BlockingEmbeddedBroker, EmbeddedBroker, EmbeddedBrokerBuilder};
+pub use embedded::{
+    BlockingEmbeddedBroker, EmbeddedBroker, EmbeddedBrokerBuilder, FaultAction, FaultRule, Faults,
+};

@@ -4,8 +4,8 @@ import subprocess
 from pathlib import Path
 
 RUN_CLASS = Path(__file__).resolve().parent.parent / "kafka" / "run-class.sh"
-DUMP_LOG_SEGMENTS = "kafka.tools.DumpLogSegments"  # the 4.1 class (Scala, in kafka_2.13)
-CONSUMER_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"  # 4.1
+DUMP_LOG_SEGMENTS = "org.apache.kafka.tools.DumpLogSegments"  # Java, in kafka-tools since 4.2
+CONSUMER_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 
 # Text DumpLogSegments prints when something is wrong (see its source: mismatches, gaps,
 # timestamps out of order, trailing invalid bytes, sanity-check exceptions).

@@ -20,6 +20,8 @@ mod describe_user_scram_credentials;
 mod elect_leaders;
 mod end_txn;
 mod errors;
+mod fault_responses;
+pub mod faults;
 mod fetch;
 mod find_coordinator;
 mod init_producer_id;
@@ -41,14 +43,18 @@ use tokio::sync::{watch, Semaphore};
 
 use crate::config::Config;
 use crate::group::GroupCoordinator;
+use crate::metrics::BrokerMetrics;
 use crate::protocol::{DecodedRequest, ResponseFrame};
 use crate::quota::QuotaManager;
 use crate::storage::{LogManager, MarkerWriter};
 use crate::time::Clock;
 use crate::txn::TransactionCoordinator;
 
-/// What the handlers share: settings, the logs, the clock, and the shutdown signal.
+/// What the handlers share: settings, the logs, the clock, and the shutdown signal. One per
+/// listener: they share everything but `config`, whose advertised endpoint is the listener's.
+#[derive(Clone)]
 pub struct Broker {
+    /// The settings, as the listener a request came in on sees them (`advertised_listener`).
     pub config: Arc<Config>,
     pub logs: Arc<LogManager>,
     pub groups: Arc<GroupCoordinator>,
@@ -63,6 +69,10 @@ pub struct Broker {
     /// Byte permits for requests read but not yet answered (`queued.max.request.bytes`), shared
     /// by every connection; None when unbounded.
     pub request_memory: Option<Arc<Semaphore>>,
+    /// What `/metrics` shows (`metrics`); every request is counted and timed in `handle`.
+    pub metrics: Arc<BrokerMetrics>,
+    /// Fault injection for tests (`faults`), consulted once per request in `handle`.
+    pub faults: Arc<faults::Faults>,
 }
 
 /// What the connection does after a request.
@@ -110,28 +120,140 @@ fn throttled_body(response: impl Into<ResponseKind>, throttle_ms: i32) -> Reply 
 }
 
 /// Handles one request of `request_bytes` (header and body) from the client at `peer`;
-/// responses of different requests are ordered by the caller.
-///
-/// Every request's handler thread time is charged to the client's `request_percentage`.
-/// Produce and Fetch charge it themselves, with their byte rates. Every other response gets
-/// the throttle time in its `throttle_time_ms` (when its version has the field) and is sent at
-/// once; then the connection is muted for that long (KIP-219).
+/// responses of different requests are ordered by the caller. Here, and only here, each
+/// request is counted and timed (`metrics`) and meets the armed faults (`faults`).
 pub async fn handle(
     broker: &Broker,
     request: DecodedRequest,
     peer: &str,
     request_bytes: usize,
 ) -> Outcome {
+    let started = std::time::Instant::now();
+    let api_key = request.api_key as i16;
+    let version = request.header.request_api_version;
     let client_id = request
         .header
         .client_id
         .as_ref()
         .map(|c| c.to_string())
         .unwrap_or_default();
+    let fault = broker.faults.take(api_key, &client_id, || {
+        let name_of = |id| broker.logs.topic_by_id(id).map(|t| t.name.clone());
+        fault_responses::partitions(&request.body, &name_of)
+    });
+    let (outcome, error_code) = match fault {
+        Some(faults::FaultAction::Error(code)) => (
+            injected_error(broker, request, peer, code).await,
+            Some(code),
+        ),
+        Some(faults::FaultAction::Close) => (
+            Outcome::Close("fault injection: connection closed".into()),
+            Some(-2),
+        ),
+        Some(faults::FaultAction::Delay(delay)) => {
+            tokio::time::sleep(delay).await;
+            handle_request(broker, request, peer, &client_id, request_bytes, 0).await
+        }
+        Some(faults::FaultAction::Throttle(throttle)) => {
+            let throttle_ms = i32::try_from(throttle.as_millis()).unwrap_or(i32::MAX);
+            let (outcome, error) = handle_request(
+                broker,
+                request,
+                peer,
+                &client_id,
+                request_bytes,
+                throttle_ms,
+            )
+            .await;
+            (throttle_injected(outcome, throttle_ms), error)
+        }
+        None => handle_request(broker, request, peer, &client_id, request_bytes, 0).await,
+    };
+    let throttle_ms = match &outcome {
+        Outcome::Throttle { throttle_ms, .. } => *throttle_ms,
+        _ => 0,
+    };
+    broker
+        .metrics
+        .record_request(api_key, version, started.elapsed(), throttle_ms);
+    broker.faults.record(faults::ServedRequest {
+        api_key,
+        version,
+        client_id,
+        error_code,
+    });
+    outcome
+}
+
+/// The answer to a request that fault injection fails with `code`: nothing is done, except
+/// that a Metadata request is answered (its brokers are needed) with the error on every topic.
+async fn injected_error(
+    broker: &Broker,
+    request: DecodedRequest,
+    peer: &str,
+    code: i16,
+) -> Outcome {
+    let correlation_id = request.header.correlation_id;
+    let version = request.header.request_api_version;
+    let api_key = request.api_key;
+    let body = match &request.body {
+        RequestKind::Metadata(_) => match dispatch(broker, request, peer, "", 0).await {
+            Reply::Body { mut body, .. } => {
+                fault_responses::set_topic_errors(&mut body, code);
+                Some(*body)
+            }
+            Reply::Finished(outcome) => return outcome,
+        },
+        other => fault_responses::error_response(other, version, code),
+    };
+    match body {
+        Some(body) => match crate::protocol::encode_response_kind(correlation_id, version, &body) {
+            Ok(frame) => Outcome::Respond(frame),
+            Err(e) => encoding_failed(correlation_id, version, e),
+        },
+        None => Outcome::Close(format!(
+            "fault injection: no error response for {api_key:?}"
+        )),
+    }
+}
+
+/// An outcome muted for `throttle_ms` more (the injected throttle of a client).
+fn throttle_injected(outcome: Outcome, throttle_ms: i32) -> Outcome {
+    match outcome {
+        Outcome::Respond(response) => Outcome::Throttle {
+            response: Some(response),
+            throttle_ms,
+        },
+        Outcome::NoResponse => Outcome::Throttle {
+            response: None,
+            throttle_ms,
+        },
+        Outcome::Throttle {
+            response,
+            throttle_ms: own,
+        } => Outcome::Throttle {
+            response,
+            throttle_ms: own.max(throttle_ms),
+        },
+        other => other,
+    }
+}
+
+/// `handle` without metrics and faults; also returns the response's top-level error, when
+/// the handler answered with a body that has one. A body answers at least `min_throttle_ms`
+/// (an injected throttle).
+async fn handle_request(
+    broker: &Broker,
+    request: DecodedRequest,
+    peer: &str,
+    client_id: &str,
+    request_bytes: usize,
+    min_throttle_ms: i32,
+) -> (Outcome, Option<i16>) {
     let correlation_id = request.header.correlation_id;
     let version = request.header.request_api_version;
     let is_data_path = matches!(request.api_key, ApiKey::Produce | ApiKey::Fetch);
-    let dispatched = dispatch(broker, request, peer, &client_id, request_bytes);
+    let dispatched = dispatch(broker, request, peer, client_id, request_bytes);
     // Produce and Fetch measure their own time, without the time they sit parked.
     let (reply, busy) = if is_data_path {
         (dispatched.await, std::time::Duration::ZERO)
@@ -139,29 +261,31 @@ pub async fn handle(
         crate::quota::busy_time(dispatched).await
     };
     match reply {
-        Reply::Finished(outcome) => outcome,
+        Reply::Finished(outcome) => (outcome, None),
         Reply::Body {
             mut body,
             throttle_ms,
         } => {
+            let error = fault_responses::top_error(&body);
             let request_throttle_ms =
                 broker
                     .quotas
-                    .record_request_time(&client_id, busy, broker.clock.now_ms());
-            let throttle_ms = throttle_ms.max(request_throttle_ms);
+                    .record_request_time(client_id, busy, broker.clock.now_ms());
+            let throttle_ms = throttle_ms.max(request_throttle_ms).max(min_throttle_ms);
             throttle::set_throttle_time_ms(&mut body, throttle_ms);
             let outcome =
                 match crate::protocol::encode_response_kind(correlation_id, version, &body) {
                     Ok(frame) => Outcome::Respond(frame),
                     Err(e) => encoding_failed(correlation_id, version, e),
                 };
-            match outcome {
+            let outcome = match outcome {
                 Outcome::Respond(response) if throttle_ms > 0 => Outcome::Throttle {
                     response: Some(response),
                     throttle_ms,
                 },
                 other => other,
-            }
+            };
+            (outcome, error)
         }
     }
 }

@@ -75,40 +75,55 @@ pub async fn handle(
             let mut response = PartitionProduceResponse::default()
                 .with_index(data.index)
                 .with_base_offset(-1);
-            let verification = match verifications.get(&(key_name.clone(), data.index)) {
-                Some(Ok(verification)) => *verification,
-                Some(Err(refused)) => {
+            let verified = verifications.get(&(key_name.clone(), data.index));
+            let partition = topic
+                .as_ref()
+                .and_then(|t| t.partition(data.index).map(|p| (t, p)));
+            match (partition, verified) {
+                (None, _) => response.error_code = code(unknown),
+                // KIP-890's verification comes before the batch is looked at, as in Kafka.
+                (Some(_), Some(Err(refused))) => {
                     response.error_code = refused.error_code;
                     if version >= 8 {
                         response.error_message =
                             error_message(refused.error_code, refused.message.clone());
                     }
-                    any_error = true;
-                    partitions.push(response);
-                    continue;
                 }
-                None => unverified,
-            };
-            let partition = topic
-                .as_ref()
-                .and_then(|t| t.partition(data.index).map(|p| (t, p)));
-            match partition {
-                None => response.error_code = code(unknown),
-                Some((topic, partition)) => match admit(acks, topic, &data.records, version) {
-                    Err(refused) => {
-                        response.error_code = refused.error_code;
-                        if version >= 8 {
-                            response.error_message = Some(StrBytes::from_string(refused.message));
+                (Some((topic, partition)), verified) => {
+                    let verification = match verified {
+                        Some(Ok(verification)) => *verification,
+                        _ => unverified,
+                    };
+                    match admit(acks, topic, &data.records, version) {
+                        Err(refused) => {
+                            response.error_code = refused.error_code;
+                            if version >= 8 {
+                                response.error_message =
+                                    Some(StrBytes::from_string(refused.message));
+                            }
+                        }
+                        Ok(()) => {
+                            let appended = append_one(
+                                (topic, partition),
+                                data.records,
+                                (version, verification),
+                                now_ms,
+                                &mut response,
+                            );
+                            if let Some((messages, bytes)) = appended {
+                                broker
+                                    .metrics
+                                    .record_produce(&topic.name, messages, bytes, false);
+                            }
                         }
                     }
-                    Ok(()) => append_one(
-                        (topic, partition),
-                        data.records,
-                        (version, verification),
-                        now_ms,
-                        &mut response,
-                    ),
-                },
+                }
+            }
+            if response.error_code != NONE {
+                let name = topic
+                    .as_ref()
+                    .map_or(topic_data.name.as_str(), |t| t.name.as_str());
+                broker.metrics.record_produce(name, 0, 0, true);
             }
             any_error |= response.error_code != NONE;
             partitions.push(response);
@@ -212,14 +227,15 @@ fn refuse_all(
 }
 
 /// Validates one partition's batch against its topic's settings, re-encodes it into the
-/// topic's codec when that names another, and appends it through storage.
+/// topic's codec when that names another, and appends it through storage. Returns the
+/// records and bytes appended (for `BrokerTopicMetrics`), None when refused.
 fn append_one(
     (topic, partition): (&Topic, &Partition),
     records: Option<Bytes>,
     (version, verification): (i16, TxnVerification),
     now_ms: i64,
     response: &mut PartitionProduceResponse,
-) {
+) -> Option<(u64, u64)> {
     let records = records.unwrap_or_default();
     let settings = topic.settings();
     let header = match validate(&records, &settings.batch_limits(version, now_ms)) {
@@ -231,7 +247,7 @@ fn append_one(
             if version >= 8 {
                 response.error_message = Some(StrBytes::from_string(refused.message));
             }
-            return;
+            return None;
         }
     };
     // Bytes after the batch that are not a whole batch are not stored (Kafka trims them).
@@ -241,7 +257,7 @@ fn append_one(
         Ok(records) => records,
         Err(refused) => {
             response.error_code = Refused::from(refused).error_code;
-            return;
+            return None;
         }
     };
     let verification = if header.is_transactional() {
@@ -260,12 +276,15 @@ fn append_one(
             response.base_offset = produced.base_offset;
             response.log_start_offset = produced.log_start_offset;
             response.log_append_time_ms = produced.log_append_time_ms;
+            let messages = u64::try_from(header.records_count).unwrap_or(0);
+            Some((messages, records.len() as u64))
         }
         Err(e) => {
             if let PartitionError::Storage(_) | PartitionError::Corrupt(_) = e {
                 tracing::warn!(partition = %partition, "append failed: {e}");
             }
             response.error_code = partition_error_code(&e);
+            None
         }
     }
 }

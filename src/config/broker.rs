@@ -16,7 +16,10 @@
 //! `config/server.properties` with the same default (a test compares the two).
 
 use super::topic::{self, ConfigType};
-use super::{byte_rate, parse, parse_bool, parse_listener, parse_min, Config, ConfigError};
+use super::{
+    byte_rate, parse, parse_bool, parse_emulated_version, parse_http_listener, parse_listener,
+    parse_min, Config, ConfigError,
+};
 
 /// What `kafka-configs --entity-type brokers` may do with a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -210,7 +213,8 @@ mod table {
     row("auto.create.topics.enable", Boolean, Some("true"), Static, set!(auto_create_topics_enable, parse_bool), Value(|c| c.auto_create_topics_enable.to_string())),
     ignored("background.threads", KafkaOnly),
     ignored("broker.id", Static),
-    ignored("controller.listener.names", Static),
+    // Read with `listeners` (`Config::served_listeners`): controller listeners are not served.
+    row("controller.listener.names", String, None, Static, |_, _, _| Ok(()), No),
     ignored("controller.quorum.bootstrap.servers", Static),
     ignored("controller.quorum.voters", Static),
     row("default.replication.factor", Int, Some("1"), Static, set!(default_replication_factor, min 1), Value(|c| c.default_replication_factor.to_string())),
@@ -220,7 +224,7 @@ mod table {
     row("group.max.size", Int, Some("2147483647"), Static, set!(group_max_size, min 1), No),
     row("group.min.session.timeout.ms", Int, Some("6000"), Static, set!(group_min_session_timeout_ms, min 0), No),
     ignored("inter.broker.listener.name", Static),
-    ignored("listener.security.protocol.map", Static),
+    row("listener.security.protocol.map", String, None, Static, |_, _, _| Ok(()), No),
     row("listeners", String, Some("PLAINTEXT://127.0.0.1:9092"), Static, set!(listener, parse_listener), Value(|c| listener(&c.listener))),
     row("log.cleaner.backoff.ms", Long, Some("15000"), KafkaOnly, set!(log_cleaner_backoff_ms, min 1), No),
     row("log.cleaner.dedupe.buffer.size", Long, Some("134217728"), KafkaOnly, set!(log_cleaner_dedupe_buffer_bytes, min 1), No),
@@ -272,6 +276,9 @@ mod table {
     row("quota.window.size.seconds", Int, Some("1"), Static, set!(quota_window_size_seconds, min 1), Value(|c| c.quota_window_size_seconds.to_string())),
     ignored("share.coordinator.state.topic.min.isr", Static),
     ignored("share.coordinator.state.topic.replication.factor", Static),
+    row("sluice.emulate.kafka.version", String, None, Sluice, set!(emulate_kafka_version, parse_emulated_version), No),
+    row("sluice.fault.injection.enable", Boolean, Some("false"), Sluice, set!(fault_injection_enable, parse_bool), No),
+    row("sluice.http.listener", String, None, Sluice, set!(http_listener, parse_http_listener), No),
     row("sluice.max.in.flight.requests.per.connection", Int, Some("16"), Sluice, set!(max_in_flight_requests_per_connection, min 1), No),
     row("sluice.max.partitions.per.topic", Int, Some("10000"), Sluice, set!(max_partitions_per_topic, min 1), No),
     row("sluice.quota.consumer.default", Long, None, Sluice, set!(quota_consumer_default_bytes_per_second, some_byte_rate), No),
@@ -291,6 +298,7 @@ mod table {
     row("transaction.state.log.segment.bytes", Int, Some("104857600"), Static, set!(transaction_state_log_segment_bytes, min 1), No),
     ignored("transaction.two.phase.commit.enable", Static),
     row("transactional.id.expiration.ms", Int, Some("604800000"), Static, set!(transactional_id_expiration_ms, min 1), No),
+    ignored("zookeeper.connect", Static),
 ];
 }
 
@@ -358,10 +366,10 @@ pub enum BrokerConfigError {
 impl std::fmt::Display for BrokerConfigError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            // Kafka prints a Scala Set.
+            // Kafka 4.4 prints a Java Set (4.1's broker printed a Scala one, `Set(...)`).
             BrokerConfigError::NotDynamic(names) => write!(
                 f,
-                "Cannot update these configs dynamically: Set({})",
+                "Cannot update these configs dynamically: [{}]",
                 names.join(", ")
             ),
             BrokerConfigError::NotDynamicInSluice(names) => write!(

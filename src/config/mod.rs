@@ -15,6 +15,7 @@
 //! To add a broker setting, see `broker.rs`; a topic setting, `topic.rs`.
 
 pub mod broker;
+pub mod env;
 pub mod topic;
 
 use std::collections::BTreeMap;
@@ -36,12 +37,28 @@ impl fmt::Display for Endpoint {
     }
 }
 
+/// One named listener of `listeners` or `advertised.listeners` (`NAME://host:port`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamedEndpoint {
+    pub name: String,
+    pub endpoint: Endpoint,
+}
+
 /// Every setting the broker reads. Field names carry their unit.
 #[derive(Clone, Debug)]
 pub struct Config {
     pub node_id: i32,
+    /// The primary listener (the first PLAINTEXT one of `listeners`): the address the broker
+    /// reports as its own (`RunningBroker::local_addr`).
     pub listener: Endpoint,
+    /// What clients of the primary listener are told to connect to.
     pub advertised_listener: Endpoint,
+    /// Every listener served, the primary first: the PLAINTEXT listeners of `listeners` that
+    /// are not controller listeners (`controller.listener.names`; sluice has no controller
+    /// quorum to serve). Each has the advertised endpoint of the same name (or its own
+    /// address), which Metadata, FindCoordinator and DescribeCluster answer on it, as Kafka
+    /// answers with the endpoints of the listener a request came in on.
+    pub served_listeners: Vec<(NamedEndpoint, Endpoint)>,
     pub log_dir: PathBuf,
     pub num_partitions: i32,
     pub default_replication_factor: i16,
@@ -73,31 +90,22 @@ pub struct Config {
     pub offset_metadata_max_bytes: usize,
     /// Idempotent producers idle this long are forgotten.
     pub producer_id_expiration_ms: i64,
-    /// `transaction.max.timeout.ms`: the longest transaction timeout a producer may ask for.
+    /// The transaction coordinator's settings (`transaction.*`, `transactional.id.*`; see
+    /// `config/server.properties`): the longest timeout a producer may ask for, how long an
+    /// idle id lives, how often timed-out transactions and expired ids are looked for.
     pub transaction_max_timeout_ms: i32,
-    /// `transactional.id.expiration.ms`: a transactional id idle this long (no transaction
-    /// open) is forgotten.
     pub transactional_id_expiration_ms: i64,
-    /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`: how often transactions
-    /// past their timeout are looked for and aborted.
     pub transaction_abort_timed_out_transaction_cleanup_interval_ms: i64,
-    /// `transaction.remove.expired.transaction.cleanup.interval.ms`: how often expired
-    /// transactional ids are looked for.
     pub transaction_remove_expired_transaction_cleanup_interval_ms: i64,
-    /// `transaction.state.log.num.partitions`: `__transaction_state`'s partitions, set when it
-    /// is created.
+    /// `__transaction_state`'s partitions and segment size (set when it is created), and the
+    /// bytes read per step when it is loaded.
     pub transaction_state_log_num_partitions: i32,
-    /// `transaction.state.log.segment.bytes`: `__transaction_state`'s segment size.
     pub transaction_state_log_segment_bytes: u64,
-    /// `transaction.state.log.load.buffer.size`: bytes read per step when
-    /// `__transaction_state` is loaded.
     pub transaction_state_log_load_buffer_bytes: usize,
-    /// `transaction.partition.verification.enable`: a transactional batch that would open a
-    /// transaction is first checked with the coordinator (KIP-890; always for transaction
-    /// version 2 clients).
+    /// KIP-890's check with the coordinator of a batch that would open a transaction (always
+    /// for transaction version 2), and how a produce whose check finds the transaction
+    /// completing retries it (`add.partitions.to.txn.retry.backoff.ms`, `.max.ms`).
     pub transaction_partition_verification_enable: bool,
-    /// `add.partitions.to.txn.retry.backoff.ms` and `.max.ms`: how a produce whose
-    /// verification found the transaction completing retries it, and for how long at most.
     pub add_partitions_to_txn_retry_backoff_ms: i64,
     pub add_partitions_to_txn_retry_backoff_max_ms: i64,
     /// `quota.window.num`: how many samples a client quota's rate is measured over.
@@ -112,6 +120,15 @@ pub struct Config {
     /// sluice only (`sluice.quota.request.percentage.default`): the same for
     /// `request_percentage`.
     pub quota_request_default_percentage: Option<f64>,
+    /// sluice only (`sluice.http.listener=host:port`): where `/metrics`, `/health` and
+    /// `/ready` (and the fault-injection API, when enabled) are served; None: not at all.
+    pub http_listener: Option<Endpoint>,
+    /// sluice only (`sluice.fault.injection.enable`): the HTTP listener and the embedded API
+    /// accept fault-injection rules (docs/fault-injection.md). Never for production.
+    pub fault_injection_enable: bool,
+    /// sluice only (`sluice.emulate.kafka.version=3.6`): advertise and serve only the API
+    /// versions that Kafka release had (`protocol::kafka_releases`).
+    pub emulate_kafka_version: Option<String>,
     /// `queued.max.request.bytes`: bytes of requests read but not yet answered, broker-wide;
     /// sockets are not read past it. 0 or less: unbounded (Kafka's default, -1).
     pub queued_max_request_bytes: i64,
@@ -184,9 +201,19 @@ impl Config {
             ));
         }
         if !map.contains_key("advertised.listeners") {
-            config.advertised_listener = config.listener.clone();
-            if config.advertised_listener.host == "0.0.0.0" {
-                config.advertised_listener.host = "127.0.0.1".into();
+            config.advertised_listener = advertise(&config.listener);
+        }
+        config.served_listeners = served_listeners(&map, &config)?;
+        if let Some(http) = &config.http_listener {
+            // The control endpoint is never one that Kafka clients use.
+            if config
+                .served_listeners
+                .iter()
+                .any(|(l, _)| l.endpoint.port == http.port && http.port != 0)
+            {
+                return Err(ConfigError(format!(
+                    "sluice.http.listener: {http} is a Kafka listener's port"
+                )));
             }
         }
         Ok(config)
@@ -202,6 +229,7 @@ impl Config {
             node_id: 0,
             listener: nowhere.clone(),
             advertised_listener: nowhere,
+            served_listeners: Vec::new(),
             log_dir: PathBuf::new(),
             num_partitions: 0,
             default_replication_factor: 0,
@@ -241,6 +269,9 @@ impl Config {
             quota_consumer_default_bytes_per_second: None,
             quota_request_default_percentage: None,
             queued_max_request_bytes: 0,
+            http_listener: None,
+            fault_injection_enable: false,
+            emulate_kafka_version: None,
             properties: BTreeMap::new(),
         }
     }
@@ -349,6 +380,123 @@ fn parse_listener(key: &str, value: &str) -> Result<Endpoint, ConfigError> {
     })
 }
 
+/// `host:port` (an `http://` prefix allowed); empty: no HTTP listener.
+fn parse_http_listener(key: &str, value: &str) -> Result<Option<Endpoint>, ConfigError> {
+    let value = value.trim();
+    if value.is_empty() {
+        return Ok(None);
+    }
+    let address = value.strip_prefix("http://").unwrap_or(value);
+    parse_listener(key, &format!("HTTP://{address}")).map(Some)
+}
+
+/// `MAJOR.MINOR` of a Kafka release (`3.6`; a patch number is allowed and ignored); the
+/// releases known are checked when the broker starts (`protocol::kafka_releases`).
+fn parse_emulated_version(key: &str, value: &str) -> Result<Option<String>, ConfigError> {
+    let value = value.trim();
+    if value.is_empty() {
+        return Ok(None);
+    }
+    let mut parts = value.split('.');
+    let (Some(major), Some(minor)) = (parts.next(), parts.next()) else {
+        return Err(ConfigError(format!(
+            "{key}: expected MAJOR.MINOR, got '{value}'"
+        )));
+    };
+    if major.parse::<u32>().is_err() || minor.parse::<u32>().is_err() {
+        return Err(ConfigError(format!(
+            "{key}: expected MAJOR.MINOR, got '{value}'"
+        )));
+    }
+    Ok(Some(format!("{major}.{minor}")))
+}
+
+/// What a listener bound to `endpoint` advertises when `advertised.listeners` does not name it:
+/// its own address, with a wildcard host advertised as loopback.
+fn advertise(endpoint: &Endpoint) -> Endpoint {
+    let mut advertised = endpoint.clone();
+    if advertised.host == "0.0.0.0" || advertised.host.is_empty() {
+        advertised.host = "127.0.0.1".into();
+    }
+    advertised
+}
+
+/// Every `NAME://host:port` of a listener list.
+fn parse_named_listeners(key: &str, value: &str) -> Result<Vec<NamedEndpoint>, ConfigError> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|item| {
+            let (name, _) = item.split_once("://").ok_or_else(|| {
+                ConfigError(format!("{key}: expected NAME://host:port, got '{item}'"))
+            })?;
+            Ok(NamedEndpoint {
+                name: name.to_string(),
+                endpoint: parse_listener(key, item)?,
+            })
+        })
+        .collect()
+}
+
+/// The listeners sluice serves (see `Config::served_listeners`), the primary first, each with
+/// its advertised endpoint. A listener whose security protocol
+/// (`listener.security.protocol.map`, or its own name) is not PLAINTEXT is not served.
+fn served_listeners(
+    map: &BTreeMap<&str, &str>,
+    config: &Config,
+) -> Result<Vec<(NamedEndpoint, Endpoint)>, ConfigError> {
+    let listeners = match map.get("listeners") {
+        Some(value) => parse_named_listeners("listeners", value)?,
+        None => Vec::new(),
+    };
+    let advertised = match map.get("advertised.listeners") {
+        Some(value) => parse_named_listeners("advertised.listeners", value)?,
+        None => Vec::new(),
+    };
+    let controllers: Vec<&str> = map
+        .get("controller.listener.names")
+        .map(|names| names.split(',').map(str::trim).collect())
+        .unwrap_or_default();
+    let protocols: BTreeMap<&str, &str> = map
+        .get("listener.security.protocol.map")
+        .map(|value| {
+            value
+                .split(',')
+                .filter_map(|pair| pair.trim().split_once(':'))
+                .collect()
+        })
+        .unwrap_or_default();
+    let primary = NamedEndpoint {
+        name: "PLAINTEXT".into(),
+        endpoint: config.listener.clone(),
+    };
+    let mut served = vec![(primary, config.advertised_listener.clone())];
+    for listener in listeners {
+        let protocol = protocols
+            .get(listener.name.as_str())
+            .copied()
+            .unwrap_or(listener.name.as_str());
+        if listener.endpoint == config.listener {
+            served[0].0.name = listener.name;
+            continue;
+        }
+        if controllers.contains(&listener.name.as_str()) {
+            continue;
+        }
+        if protocol != "PLAINTEXT" {
+            tracing::warn!(listener = %listener.name, protocol, "not serving a listener that is not PLAINTEXT");
+            continue;
+        }
+        let advertised = advertised
+            .iter()
+            .find(|a| a.name == listener.name)
+            .map_or_else(|| advertise(&listener.endpoint), |a| a.endpoint.clone());
+        served.push((listener, advertised));
+    }
+    Ok(served)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,6 +537,43 @@ mod tests {
         assert_eq!(c.advertised_listener.host, "127.0.0.1");
         assert_eq!(c.topic_values().i64("segment.ms"), 7_200_000);
         assert_eq!(c.log_dir, PathBuf::from("/tmp/a"));
+    }
+
+    #[test]
+    fn serves_every_plaintext_listener_but_controllers_with_its_advertised_endpoint() {
+        let c = Config::from_pairs(&pairs(&[
+            (
+                "listeners",
+                "PLAINTEXT://0.0.0.0:9092,BROKER://0.0.0.0:9093,CONTROLLER://0.0.0.0:9094,SECURE://:9095",
+            ),
+            (
+                "listener.security.protocol.map",
+                "BROKER:PLAINTEXT,PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SECURE:SSL",
+            ),
+            ("controller.listener.names", "CONTROLLER"),
+            (
+                "advertised.listeners",
+                "PLAINTEXT://localhost:32768,BROKER://c0ffee:9093",
+            ),
+        ]))
+        .unwrap();
+        let served: Vec<(String, String, String)> = c
+            .served_listeners
+            .iter()
+            .map(|(l, a)| (l.name.clone(), l.endpoint.to_string(), a.to_string()))
+            .collect();
+        assert_eq!(
+            served,
+            [
+                (
+                    "PLAINTEXT".into(),
+                    "0.0.0.0:9092".into(),
+                    "localhost:32768".into()
+                ),
+                ("BROKER".into(), "0.0.0.0:9093".into(), "c0ffee:9093".into()),
+            ]
+        );
+        assert_eq!(c.advertised_listener.to_string(), "localhost:32768");
     }
 
     #[test]

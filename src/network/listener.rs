@@ -48,11 +48,18 @@ pub async fn serve_listener(
                     });
                     continue;
                 }
+                if broker.faults.refuses_connections() {
+                    tracing::debug!(%peer, "fault injection: connection refused");
+                    drop(stream);
+                    continue;
+                }
+                let open = broker.metrics.connection_opened();
                 let broker = broker.clone();
                 let shutdown = shutdown.clone();
                 let drain = drain.clone();
                 tokio::spawn(async move {
                     serve_connection(stream, broker, shutdown).await;
+                    drop(open);
                     drop(permit);
                     drop(drain);
                 });

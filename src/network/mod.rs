@@ -3,11 +3,14 @@
 //! No Kafka semantics live here beyond what Kafka's network layer does (closing on oversized
 //! frames, unknown keys and unsupported versions). Fetched records are sent from segment files
 //! with `sendfile` (`send.rs`): the network layer reads the file handles it is given, and never
-//! opens a file itself.
+//! opens a file itself. `http.rs` is the separate HTTP endpoint: metrics, health and fault
+//! injection.
 
 mod connection;
 mod frame;
+mod http;
 mod listener;
 mod send;
 
+pub use http::{bind_http, serve_http, HttpState};
 pub use listener::{bind, serve_listener};

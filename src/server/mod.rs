@@ -10,11 +10,13 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinHandle;
 
+use crate::api::faults::Faults;
 use crate::api::Broker;
 use crate::config::Config;
 use crate::disk::Disk;
 use crate::group::{GroupConfig, GroupCoordinator};
-use crate::network::{self, serve_listener};
+use crate::metrics::BrokerMetrics;
+use crate::network::{self, serve_listener, HttpState};
 use crate::quota::QuotaManager;
 use crate::storage::consumer_offsets::ConsumerOffsetsStore;
 use crate::storage::transaction_state::TransactionStateStore;
@@ -28,6 +30,9 @@ const SHUTDOWN_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// A started broker.
 pub struct RunningBroker {
     pub local_addr: SocketAddr,
+    /// Where `sluice.http.listener` serves metrics, health and fault injection, if set.
+    pub http_addr: Option<SocketAddr>,
+    faults: Arc<Faults>,
     logs: Arc<LogManager>,
     clock: Arc<dyn Clock>,
     shutdown: watch::Sender<bool>,
@@ -39,6 +44,11 @@ impl RunningBroker {
     /// recovery point), as Kafka's tests reach into `broker.logManager`.
     pub fn log_manager(&self) -> &Arc<LogManager> {
         &self.logs
+    }
+
+    /// Fault injection (`sluice.fault.injection.enable`), for the embedded API.
+    pub fn faults(&self) -> &Arc<Faults> {
+        &self.faults
     }
 
     /// Runs one pass of the retention task now, at the broker clock's time: the pass the
@@ -87,13 +97,44 @@ pub async fn start_on(
     clock: Arc<dyn Clock>,
     disk: Disk,
 ) -> anyhow::Result<RunningBroker> {
-    let address = format!("{}:{}", config.listener.host, config.listener.port);
-    let listener = network::bind(&config.listener.host, config.listener.port)
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot listen on {address}: {e}"))?;
-    let local_addr = listener.local_addr()?;
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    // The HTTP endpoint first, so that /health answers and /ready says no while the log
+    // directory is recovered. A failed start drops `shutdown_tx`, which stops it.
+    let http_state = Arc::new(HttpState::default());
+    let http_addr = match &config.http_listener {
+        Some(http) => {
+            let socket = network::bind_http(&http.host, http.port)
+                .await
+                .map_err(|e| {
+                    anyhow::anyhow!("cannot listen on {http} (sluice.http.listener): {e}")
+                })?;
+            let addr = socket.local_addr()?;
+            tokio::spawn(network::serve_http(
+                socket,
+                http_state.clone(),
+                shutdown_rx.clone(),
+            ));
+            tracing::info!(%addr, fault_injection = config.fault_injection_enable, "serving /metrics, /health and /ready");
+            Some(addr)
+        }
+        None => None,
+    };
+    let mut bound = Vec::with_capacity(config.served_listeners.len());
+    for (listener, _) in &config.served_listeners {
+        let address = &listener.endpoint;
+        let socket = network::bind(&address.host, address.port)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen on {address} ({}): {e}", listener.name))?;
+        bound.push(socket);
+    }
+    let local_addr = bound[0].local_addr()?;
     if config.advertised_listener.port == 0 {
         config.advertised_listener.port = local_addr.port();
+    }
+    for ((_, advertised), socket) in config.served_listeners.iter_mut().zip(&bound) {
+        if advertised.port == 0 {
+            advertised.port = socket.local_addr()?.port();
+        }
     }
     let config = Arc::new(config);
     let logs = Arc::new(LogManager::open(
@@ -101,7 +142,6 @@ pub async fn start_on(
         disk.clone(),
         clock.now_ms(),
     )?);
-    let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let store = Arc::new(ConsumerOffsetsStore::new(logs.clone(), clock.clone()));
     let groups = GroupCoordinator::new(GroupConfig::from_broker(&config), clock.clone(), store)
         .map_err(|e| anyhow::anyhow!("loading committed offsets from __consumer_offsets: {e}"))?;
@@ -124,7 +164,7 @@ pub async fn start_on(
         .ok()
         .filter(|&bytes| bytes > 0)
         .map(|bytes| Arc::new(Semaphore::new(bytes.min(Semaphore::MAX_PERMITS))));
-    let broker = Arc::new(Broker {
+    let broker = Broker {
         config: config.clone(),
         logs: logs.clone(),
         groups: groups.clone(),
@@ -134,9 +174,31 @@ pub async fn start_on(
         shutdown: shutdown_rx.clone(),
         quotas,
         request_memory,
-    });
+        metrics: Arc::new(BrokerMetrics::default()),
+        faults: Arc::new(Faults::new(config.fault_injection_enable)),
+    };
+    let faults = broker.faults.clone();
+    // Each listener's handlers see the broker with that listener's advertised endpoint, which
+    // Metadata, FindCoordinator and DescribeCluster answer with.
+    let listeners: Vec<_> = bound
+        .into_iter()
+        .zip(&config.served_listeners)
+        .map(|(socket, (_, advertised))| {
+            let mut seen = (*config).clone();
+            seen.advertised_listener = advertised.clone();
+            let broker = Broker {
+                config: Arc::new(seen),
+                ..broker.clone()
+            };
+            (socket, Arc::new(broker))
+        })
+        .collect();
     let (running_logs, running_clock) = (logs.clone(), clock.clone());
     tracing::info!(%local_addr, advertised = %config.advertised_listener, node_id = config.node_id, "sluice is serving");
+    if let Some((_, primary)) = listeners.first() {
+        http_state.set_ready(primary.clone());
+    }
+    log_kafka_started(&config);
 
     let task = tokio::spawn(async move {
         let (drain_tx, mut drain_rx) = mpsc::channel::<()>(1);
@@ -151,7 +213,21 @@ pub async fn start_on(
             async move { groups.run_timers(shutdown).await }
         });
         let txn_timers = tokio::spawn(txn.clone().run_timers(shutdown_rx.clone()));
-        serve_listener(listener, broker, shutdown_rx, drain_tx).await;
+        let serving: Vec<_> = listeners
+            .into_iter()
+            .map(|(socket, broker)| {
+                tokio::spawn(serve_listener(
+                    socket,
+                    broker,
+                    shutdown_rx.clone(),
+                    drain_tx.clone(),
+                ))
+            })
+            .collect();
+        drop(drain_tx);
+        for listener in serving {
+            let _ = listener.await;
+        }
         // Parked joins and syncs are answered now, so their connections can finish.
         groups.shutdown();
         txn.shutdown();
@@ -173,11 +249,26 @@ pub async fn start_on(
     });
     Ok(RunningBroker {
         local_addr,
+        http_addr,
+        faults,
         logs: running_logs,
         clock: running_clock,
         shutdown: shutdown_tx,
         task,
     })
+}
+
+/// The lines Kafka logs once its log directory is recovered and it serves: test harnesses
+/// (Testcontainers' Kafka modules) wait for them. Kafka in KRaft mode logs the first two, a
+/// ZooKeeper-mode broker (`zookeeper.connect` set, which sluice otherwise ignores) the third.
+fn log_kafka_started(config: &Config) {
+    let id = config.node_id;
+    tracing::info!("[BrokerLifecycleManager id={id}] The broker has been unfenced. Transitioning from RECOVERY to RUNNING.");
+    if config.properties.contains_key("zookeeper.connect") {
+        tracing::info!("[KafkaServer id={id}] started");
+    } else {
+        tracing::info!("[KafkaRaftServer nodeId={id}] Kafka Server started");
+    }
 }
 
 /// One retention check: segments past retention go, and idle producers are forgotten.

@@ -143,7 +143,7 @@ impl PartitionState {
     /// of the oldest open transaction (never below the log start offset), or the high
     /// watermark when none is open; with one replica a marker is replicated as soon as it is
     /// appended, so a completed transaction never holds it back.
-    fn last_stable_offset(&self) -> i64 {
+    pub(super) fn last_stable_offset(&self) -> i64 {
         let high_watermark = self.high_watermark();
         match self.producers.first_unstable_offset() {
             Some(first) => first.max(self.log.log_start_offset()).min(high_watermark),

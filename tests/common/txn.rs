@@ -465,3 +465,18 @@ pub async fn fetch_offset(
     let p = &response.topics[0].partitions[0];
     (p.committed_offset, p.error_code)
 }
+
+/// The offset after the last batch in fetched `records` (an emptied batch counts), None when
+/// they hold no whole batch.
+pub fn next_offset(records: &Option<Bytes>) -> Option<i64> {
+    let mut bytes: &[u8] = records.as_deref().unwrap_or_default();
+    let mut next = None;
+    while let Ok(header) = sluice::record_batch::header::BatchHeader::parse(bytes) {
+        if header.total_size() > bytes.len() {
+            break;
+        }
+        next = Some(header.last_offset() + 1);
+        bytes = &bytes[header.total_size()..];
+    }
+    next
+}

@@ -31,6 +31,16 @@ def rows():
                     f"flush_{g}_p1_none_mb_s",
                     f"produce with log.flush.interval.messages=1, 1 partition, {GEN[g]}",
                     "MB/s", "higher", "dd_fdatasync_mb_s"))
+    for k, label in ((100, "100 records"), (10000, "10,000 records")):
+        out.append(("Throughput (MB/s of record values, 1 KiB records, acks=all)",
+                    f"txn_rdk_per{k}_p1_mb_s",
+                    f"transactional produce, commit every {label}, 1 partition, librdkafka",
+                    "MB/s", "higher", "loopback_mb_s"))
+    for g in ("rdk", "java"):
+        out.append(("Throughput (MB/s of record values, 1 KiB records, acks=all)",
+                    f"txn_consume_{g}_p1_mb_s",
+                    f"read_committed consume of 100-record transactions, 1 partition, {GEN[g]}",
+                    "MB/s", "higher", "loopback_mb_s"))
     for pre, label in (("lat_java_produce", "produce (send → ack), Java ProducerPerformance"),
                        ("lat_rdk_produce", "produce (send → ack), librdkafka"),
                        ("lat_rdk_e2e", "end to end (send → consumed), librdkafka")):

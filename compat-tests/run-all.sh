@@ -26,6 +26,7 @@ suite() {
 }
 suite "core (Python clients, kcat, Kafka's tools, franz-go group test)" bash "$here/run-core.sh" "${target[@]}"
 suite "Java client and CLI tools" bash "$here/java/run.sh" "${target[@]}" --all
+suite "transactions (confluent-kafka, kill -9, DumpLogSegments, vs Kafka)" bash "$here/transactions/run.sh" "${target[@]}" --all
 suite "librdkafka test suite" bash "$here/librdkafka/run.sh" "${target[@]}" --all
 suite "franz-go kgo tests" bash "$here/franz-go/run.sh" "${target[@]}" --all
 suite "kafkajs scenarios" bash "$here/kafkajs/run.sh" "${target[@]}" --all

@@ -159,6 +159,10 @@ const ERROR_CODES: Capability = Capability {
             "src/txn/",
             "the transaction coordinator answers with Kafka's codes, as Kafka's does",
         ),
+        (
+            "src/protocol/newer_versions/messages.rs",
+            "writes the codes handlers chose into the layouts kafka-protocol lacks; chooses none",
+        ),
     ],
 };
 

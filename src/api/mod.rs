@@ -7,6 +7,7 @@ mod add_partitions_to_txn;
 mod alter_client_quotas;
 mod alter_configs;
 mod api_versions;
+mod committed_offsets;
 mod create_partitions;
 mod create_topics;
 mod delete_records;
@@ -44,7 +45,7 @@ use tokio::sync::{watch, Semaphore};
 use crate::config::Config;
 use crate::group::GroupCoordinator;
 use crate::metrics::BrokerMetrics;
-use crate::protocol::{DecodedRequest, ResponseFrame};
+use crate::protocol::{DecodedRequest, ResponseFrame, VersionTable};
 use crate::quota::QuotaManager;
 use crate::storage::{LogManager, MarkerWriter};
 use crate::time::Clock;
@@ -73,6 +74,9 @@ pub struct Broker {
     pub metrics: Arc<BrokerMetrics>,
     /// Fault injection for tests (`faults`), consulted once per request in `handle`.
     pub faults: Arc<faults::Faults>,
+    /// The API versions advertised and served: sluice's table, or that table narrowed to the
+    /// release of `sluice.emulate.kafka.version` (built at start-up).
+    pub versions: Arc<VersionTable>,
 }
 
 /// What the connection does after a request.
@@ -301,7 +305,19 @@ async fn dispatch(
     let version = request.header.request_api_version;
     let groups = &broker.groups;
     match request.body {
-        RequestKind::ApiVersions(r) => body(api_versions::handle(&r, version)),
+        RequestKind::ApiVersions(r) => {
+            let identity = api_versions::Identity {
+                cluster_id: broker.logs.cluster_id(),
+                node_id: broker.config.node_id,
+            };
+            body(api_versions::handle(
+                &r,
+                version,
+                &request.newer,
+                identity,
+                &broker.versions,
+            ))
+        }
         RequestKind::Metadata(r) => body(metadata::handle(broker, r, version)),
         RequestKind::Produce(r) => {
             let client = produce::Client {
@@ -344,13 +360,8 @@ async fn dispatch(
         RequestKind::SyncGroup(r) => body(groups.sync_group(r, version).await),
         RequestKind::Heartbeat(r) => body(groups.heartbeat(r, version)),
         RequestKind::LeaveGroup(r) => body(groups.leave_group(r, version)),
-        RequestKind::OffsetCommit(r) => {
-            let logs = &broker.logs;
-            // Kafka checks only that the topic exists, not the partition number.
-            let exists = |topic: &str, _partition: i32| logs.topic(topic).is_some();
-            body(groups.offset_commit(r, version, &exists))
-        }
-        RequestKind::OffsetFetch(r) => body(groups.offset_fetch(r, version)),
+        RequestKind::OffsetCommit(r) => body(committed_offsets::offset_commit(broker, r, version)),
+        RequestKind::OffsetFetch(r) => body(committed_offsets::offset_fetch(broker, r, version)),
         RequestKind::ListGroups(r) => body(groups.list_groups(r, version)),
         RequestKind::DescribeGroups(r) => body(groups.describe_groups(r, version)),
         RequestKind::DeleteGroups(r) => body(groups.delete_groups(r, version)),

@@ -1,6 +1,7 @@
-//! OffsetFetch (API 9, v1-9): committed offsets of one group (v1-7) or several (v8+), for listed
-//! partitions or, with null topics (v2+), for everything the group committed. A partition with
-//! no commit answers offset -1 and empty metadata, without an error, as Kafka does. Offsets a
+//! OffsetFetch (API 9, v1-10): committed offsets of one group (v1-7) or several (v8+), for
+//! listed partitions or, with null topics (v2+), for everything the group committed. A partition
+//! with no commit answers offset -1 and empty metadata, without an error, as Kafka does. v10's
+//! topic ids are names by the time a request arrives here (`api::committed_offsets`). Offsets a
 //! transaction wrote are not answered until it commits; a client that asks for stable offsets
 //! (`require_stable`, v7+) gets UNSTABLE_OFFSET_COMMIT for a partition one is pending on.
 

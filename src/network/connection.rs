@@ -255,10 +255,10 @@ async fn process(
     peer: &str,
 ) -> Result<Option<Duration>, String> {
     let request_bytes = frame.len();
-    let outcome = match decode_request(frame) {
+    let outcome = match decode_request(frame, &broker.versions) {
         Ok(request) => api::handle(broker, request, peer, request_bytes).await,
         Err(DecodeError::ApiVersionsUnsupported { correlation_id }) => {
-            Outcome::Respond(api_versions_fallback(correlation_id))
+            Outcome::Respond(api_versions_fallback(correlation_id, &broker.versions))
         }
         Err(e) => Outcome::Close(e.to_string()),
     };

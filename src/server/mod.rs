@@ -17,6 +17,7 @@ use crate::disk::Disk;
 use crate::group::{GroupConfig, GroupCoordinator};
 use crate::metrics::BrokerMetrics;
 use crate::network::{self, serve_listener, HttpState};
+use crate::protocol::VersionTable;
 use crate::quota::QuotaManager;
 use crate::storage::consumer_offsets::ConsumerOffsetsStore;
 use crate::storage::transaction_state::TransactionStateStore;
@@ -97,6 +98,18 @@ pub async fn start_on(
     clock: Arc<dyn Clock>,
     disk: Disk,
 ) -> anyhow::Result<RunningBroker> {
+    // An unknown release to emulate is refused before anything is bound or opened.
+    let versions = Arc::new(VersionTable::for_setting(
+        config.emulate_kafka_version.as_deref(),
+    )?);
+    if let Some(release) = versions.emulated_release() {
+        tracing::info!(
+            release,
+            schemas = versions.emulated_patch(),
+            apis = versions.advertised().count(),
+            "emulating Apache Kafka {release}: advertising and serving only its API versions (sluice.emulate.kafka.version)"
+        );
+    }
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     // The HTTP endpoint first, so that /health answers and /ready says no while the log
     // directory is recovered. A failed start drops `shutdown_tx`, which stops it.
@@ -176,6 +189,7 @@ pub async fn start_on(
         request_memory,
         metrics: Arc::new(BrokerMetrics::default()),
         faults: Arc::new(Faults::new(config.fault_injection_enable)),
+        versions,
     };
     let faults = broker.faults.clone();
     // Each listener's handlers see the broker with that listener's advertised endpoint, which

@@ -163,6 +163,10 @@ const ERROR_CODES: Capability = Capability {
             "src/protocol/newer_versions/messages.rs",
             "writes the codes handlers chose into the layouts kafka-protocol lacks; chooses none",
         ),
+        (
+            "src/protocol/newer_versions/txn.rs",
+            "writes the codes handlers chose into the layouts kafka-protocol lacks; chooses none",
+        ),
     ],
 };
 

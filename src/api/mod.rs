@@ -378,7 +378,9 @@ async fn dispatch(
         RequestKind::CreateAcls(r) => body(acls::create(r)),
         RequestKind::DeleteAcls(r) => body(acls::delete(r)),
         RequestKind::ElectLeaders(r) => body(elect_leaders::handle(broker, r)),
-        RequestKind::WriteTxnMarkers(r) => body(write_txn_markers::handle(broker, r)),
+        RequestKind::WriteTxnMarkers(r) => {
+            body(write_txn_markers::handle(broker, r, &request.newer))
+        }
         RequestKind::AddPartitionsToTxn(r) => {
             body(add_partitions_to_txn::handle(broker, r, version))
         }
@@ -386,7 +388,12 @@ async fn dispatch(
             body(add_partitions_to_txn::add_offsets(broker, r, version))
         }
         RequestKind::EndTxn(r) => body(end_txn::handle(broker, r, version)),
-        RequestKind::TxnOffsetCommit(r) => body(txn_offset_commit::handle(broker, r, version)),
+        RequestKind::TxnOffsetCommit(r) => body(txn_offset_commit::handle(
+            broker,
+            r,
+            version,
+            &request.newer,
+        )),
         RequestKind::ListTransactions(r) => body(transactions_admin::list_transactions(broker, r)),
         RequestKind::DescribeTransactions(r) => {
             body(transactions_admin::describe_transactions(broker, r))

@@ -167,7 +167,8 @@ pub trait OffsetStore: Send + Sync {
         producer_epoch: i16,
         records: Vec<(Bytes, Option<Bytes>)>,
     ) -> Result<(), StoreError>;
-    /// Durably appends a transaction marker of the producer to offsets partition `partition`.
+    /// Durably appends a transaction marker of the producer to offsets partition `partition`,
+    /// under the transaction's version (which marker epochs the partition takes, KIP-1228).
     fn append_marker(
         &self,
         partition: i32,
@@ -175,6 +176,7 @@ pub trait OffsetStore: Send + Sync {
         producer_epoch: i16,
         commit: bool,
         coordinator_epoch: i32,
+        transaction_version: i8,
     ) -> Result<(), StoreError>;
     /// The offsets partition a group's records go to.
     fn partition_for(&self, group_id: &str) -> i32;

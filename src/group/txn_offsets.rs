@@ -157,6 +157,7 @@ impl GroupCoordinator {
         producer_epoch: i16,
         commit: bool,
         coordinator_epoch: i32,
+        transaction_version: i8,
     ) -> Result<(), StoreError> {
         let mut inner = self.lock_at(self.clock.now_ms());
         self.store.append_marker(
@@ -165,6 +166,7 @@ impl GroupCoordinator {
             producer_epoch,
             commit,
             coordinator_epoch,
+            transaction_version,
         )?;
         let store = self.store.as_ref();
         let inner = &mut *inner;

@@ -96,16 +96,28 @@ impl ProducerStateManager {
     /// Kafka's checks on a marker before it is appended: an epoch older than the producer's
     /// is a zombie's (INVALID_PRODUCER_EPOCH), a coordinator epoch older than the last marker's
     /// a fenced coordinator's. A producer unknown here takes any marker.
+    ///
+    /// Under transaction version 2 (`transaction_version` ≥ 2, KIP-1228) every marker carries
+    /// the epoch its EndTxn bumped to, above the epoch of the transaction's data, so a marker at
+    /// the producer's current epoch is a late one from the previous transaction and must not end
+    /// the open one: refused too. With nothing open it is a retry of the marker already written
+    /// (the coordinator re-sending after a restart or a lost answer) and is taken, as Kafka 4.4
+    /// takes it (KAFKA-19999). Versions 0 and 1 take any epoch from the producer's on.
     pub fn check_marker(
         &self,
         producer_id: i64,
         epoch: i16,
         coordinator_epoch: i32,
+        transaction_version: i8,
     ) -> Result<(), SequenceError> {
         let Some(entry) = self.producers.get(&producer_id) else {
             return Ok(());
         };
-        if epoch < entry.epoch {
+        let stale = epoch < entry.epoch
+            || (transaction_version >= 2
+                && epoch == entry.epoch
+                && entry.current_txn_first_offset.is_some());
+        if stale {
             return Err(SequenceError::InvalidProducerEpoch);
         }
         if entry.coordinator_epoch > coordinator_epoch {
@@ -217,15 +229,25 @@ mod tests {
         plain.attributes = 0;
         assert_eq!(state.check(&plain), Err(SequenceError::InvalidTxnState));
         assert_eq!(
-            state.check_marker(1, 2, 0),
+            state.check_marker(1, 2, 0, 1),
             Err(SequenceError::InvalidProducerEpoch)
         );
+        // Under transaction version 2 the open transaction's own epoch is a late marker of the
+        // previous one; under version 1 it is this transaction's.
+        assert_eq!(
+            state.check_marker(1, 3, 0, 2),
+            Err(SequenceError::InvalidProducerEpoch)
+        );
+        assert_eq!(state.check_marker(1, 3, 0, 1), Ok(()));
+        assert_eq!(state.check_marker(1, 4, 0, 2), Ok(()));
         state.apply_marker(1, 4, true, 5, 1, 0);
         assert_eq!(
-            state.check_marker(1, 4, 4),
+            state.check_marker(1, 4, 4, 2),
             Err(SequenceError::CoordinatorFenced)
         );
-        assert_eq!(state.check_marker(1, 4, 5), Ok(()));
+        // With nothing open, a version 2 marker at the current epoch is a retry: taken.
+        assert_eq!(state.check_marker(1, 4, 5, 2), Ok(()));
+        assert_eq!(state.check_marker(1, 4, 5, 0), Ok(()));
         // After a TV2 marker's bumped epoch, the next transaction starts at sequence 0.
         assert_eq!(
             state.check(&txn_header(1, 4, 2, 1)),

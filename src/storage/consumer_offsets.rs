@@ -163,6 +163,7 @@ impl crate::group::OffsetStore for ConsumerOffsetsStore {
         producer_epoch: i16,
         commit: bool,
         coordinator_epoch: i32,
+        transaction_version: i8,
     ) -> Result<(), StoreError> {
         let topic = self.topic().map_err(StoreError::Io)?;
         let partition = topic
@@ -174,7 +175,13 @@ impl crate::group::OffsetStore for ConsumerOffsetsStore {
             coordinator_epoch,
         };
         partition
-            .append_marker(producer_id, producer_epoch, marker, self.clock.now_ms())
+            .append_marker(
+                producer_id,
+                producer_epoch,
+                marker,
+                transaction_version,
+                self.clock.now_ms(),
+            )
             .map(drop)
             .map_err(store_error)
     }

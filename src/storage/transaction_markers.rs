@@ -53,15 +53,15 @@ impl MarkerWriter {
         }
     }
 
-    /// Appends `marker` for the producer to `topic`-`partition`.
+    /// Appends `marker` for the producer to `topic`-`partition`, under the transaction's
+    /// version (`Partition::append_marker`).
     pub fn write(
         &self,
         topic: &str,
         partition: i32,
-        producer_id: i64,
-        producer_epoch: i16,
+        (producer_id, producer_epoch): (i64, i16),
         marker: TxnMarker,
-        now_ms: i64,
+        transaction_version: i8,
     ) -> Result<(), MarkerError> {
         let found = self
             .logs
@@ -77,11 +77,19 @@ impl MarkerWriter {
                     producer_epoch,
                     marker.commit,
                     marker.coordinator_epoch,
+                    transaction_version,
                 )
                 .map_err(|error| MarkerError::Partition(partition_error(error)));
         }
+        let now_ms = self.clock.now_ms();
         found
-            .append_marker(producer_id, producer_epoch, marker, now_ms)
+            .append_marker(
+                producer_id,
+                producer_epoch,
+                marker,
+                transaction_version,
+                now_ms,
+            )
             .map(drop)
             .map_err(|error| match error {
                 PartitionError::Deleted => MarkerError::UnknownPartition,
@@ -106,21 +114,15 @@ impl MarkerSink for MarkerWriter {
         partition: i32,
         producer_id: i64,
         producer_epoch: i16,
-        commit: bool,
-        coordinator_epoch: i32,
+        marker: TxnMarker,
+        transaction_version: i8,
     ) -> MarkerOutcome {
-        let marker = TxnMarker {
-            commit,
-            coordinator_epoch,
-        };
-        let now_ms = self.clock.now_ms();
         match self.write(
             topic,
             partition,
-            producer_id,
-            producer_epoch,
+            (producer_id, producer_epoch),
             marker,
-            now_ms,
+            transaction_version,
         ) {
             Ok(()) => MarkerOutcome::Written,
             Err(MarkerError::UnknownPartition) => MarkerOutcome::Gone,

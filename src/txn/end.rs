@@ -14,6 +14,7 @@ use kafka_protocol::ResponseError;
 use super::state::{is_epoch_exhausted, TxnMetadata, TxnRecord, TxnState, NO_PRODUCER_EPOCH};
 use super::state::{NO_PRODUCER_ID, TV_2};
 use super::{lock, Entry, MarkerOutcome, TransactionCoordinator};
+use crate::record_batch::control::TxnMarker;
 
 /// What an EndTxn does once the checks pass.
 enum End {
@@ -298,13 +299,17 @@ impl TransactionCoordinator {
         let commit = prepared.state == TxnState::PrepareCommit;
         let mut written = Vec::new();
         for (topic, partition) in &prepared.partitions {
+            let marker = TxnMarker {
+                commit,
+                coordinator_epoch,
+            };
             let outcome = self.markers.write_marker(
                 topic,
                 *partition,
                 prepared.producer_id,
                 prepared.producer_epoch,
-                commit,
-                coordinator_epoch,
+                marker,
+                transaction_version(prepared.client_tv),
             );
             match outcome {
                 MarkerOutcome::Written | MarkerOutcome::Gone => {
@@ -370,4 +375,10 @@ fn invalid_state(
     }
     tracing::warn!(transactional_id = %metadata.transactional_id, ?state, commit, "EndTxn in a state that cannot end this way");
     Err(ResponseError::InvalidTxnState)
+}
+
+/// A transaction's client version as a marker carries it (an int8 on the wire, KIP-1228); the
+/// versions a coordinator records are 0 to 2.
+fn transaction_version(client_tv: i16) -> i8 {
+    i8::try_from(client_tv).unwrap_or(i8::MAX)
 }

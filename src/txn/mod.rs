@@ -44,6 +44,7 @@ use kafka_protocol::ResponseError;
 use tokio::sync::watch;
 
 use crate::config::Config;
+use crate::record_batch::control::TxnMarker;
 use crate::time::Clock;
 use state::{TxnMetadata, TxnRecord};
 
@@ -108,8 +109,9 @@ pub enum MarkerOutcome {
     Retry,
 }
 
-/// Writes a COMMIT (`commit`) or ABORT marker for the producer to one partition (`storage`'s
-/// `MarkerWriter`, which hands `__consumer_offsets` partitions to the group coordinator).
+/// Writes a COMMIT or ABORT marker for the producer to one partition (`storage`'s
+/// `MarkerWriter`, which hands `__consumer_offsets` partitions to the group coordinator), under
+/// the transaction's version (KIP-1228: it decides which marker epochs the partition takes).
 pub trait MarkerSink: Send + Sync {
     fn write_marker(
         &self,
@@ -117,8 +119,8 @@ pub trait MarkerSink: Send + Sync {
         partition: i32,
         producer_id: i64,
         producer_epoch: i16,
-        commit: bool,
-        coordinator_epoch: i32,
+        marker: TxnMarker,
+        transaction_version: i8,
     ) -> MarkerOutcome;
 }
 

@@ -63,9 +63,10 @@ impl MarkerSink for Memory {
         p: i32,
         pid: i64,
         epoch: i16,
-        commit: bool,
-        _ce: i32,
+        marker: TxnMarker,
+        _tv: i8,
     ) -> MarkerOutcome {
+        let commit = marker.commit;
         if self.failing_topic.lock().unwrap().as_deref() == Some(topic) {
             return MarkerOutcome::Retry;
         }

@@ -102,6 +102,7 @@ impl OffsetStore for MemoryStore {
         _producer_epoch: i16,
         commit: bool,
         _coordinator_epoch: i32,
+        _transaction_version: i8,
     ) -> Result<(), StoreError> {
         self.log.lock().unwrap().push(StoredRecord::Marker {
             partition,

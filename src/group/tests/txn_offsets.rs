@@ -71,17 +71,17 @@ async fn offsets_wait_for_the_commit_marker() {
     // A marker of another partition ends nothing here.
     let other = (partition_of(&h, "g") + 1) % 50;
     h.coordinator
-        .complete_transaction(other, 7, 0, true, 0)
+        .complete_transaction(other, 7, 0, true, 0, 1)
         .unwrap();
     assert_eq!(fetch(&h, "g", true).1, 88);
     h.coordinator
-        .complete_transaction(partition_of(&h, "g"), 7, 0, true, 0)
+        .complete_transaction(partition_of(&h, "g"), 7, 0, true, 0, 1)
         .unwrap();
     assert_eq!(fetch(&h, "g", true), (10, 0));
     // An aborted transaction's offsets are dropped.
     assert_eq!(codes(&h, &txn_commit("g", 7, -1, "", 20)), vec![0]);
     h.coordinator
-        .complete_transaction(partition_of(&h, "g"), 7, 1, false, 0)
+        .complete_transaction(partition_of(&h, "g"), 7, 1, false, 0, 1)
         .unwrap();
     assert_eq!(fetch(&h, "g", true), (10, 0));
 }
@@ -91,7 +91,7 @@ async fn pending_offsets_survive_a_restart() {
     let h = Harness::new();
     codes(&h, &txn_commit("g", 7, -1, "", 10));
     h.coordinator
-        .complete_transaction(partition_of(&h, "g"), 7, 0, true, 0)
+        .complete_transaction(partition_of(&h, "g"), 7, 0, true, 0, 1)
         .unwrap();
     codes(&h, &txn_commit("g", 7, -1, "", 30));
     let restarted = h.restart();
@@ -99,7 +99,7 @@ async fn pending_offsets_survive_a_restart() {
     assert_eq!(fetch(&restarted, "g", true).1, 88, "still pending");
     restarted
         .coordinator
-        .complete_transaction(partition_of(&h, "g"), 7, 1, true, 0)
+        .complete_transaction(partition_of(&h, "g"), 7, 1, true, 0, 1)
         .unwrap();
     assert_eq!(fetch(&restarted.restart(), "g", true), (30, 0));
 }

@@ -86,15 +86,17 @@ impl Partition {
     }
 
     /// Appends a COMMIT or ABORT marker for the producer (Kafka's `appendEndTxnMarker`): refused
-    /// for a zombie epoch (INVALID_PRODUCER_EPOCH) or a fenced coordinator epoch. It ends the
-    /// producer's transaction here, if one is open; an aborted one is indexed in the active
-    /// segment's `.txnindex` before the last stable offset moves past it. A marker for a
-    /// producer with nothing open here is appended all the same and completes nothing.
+    /// for a zombie epoch (INVALID_PRODUCER_EPOCH; under `transaction_version` 2 also the open
+    /// transaction's own epoch, `ProducerStateManager::check_marker`) or a fenced coordinator
+    /// epoch. It ends the producer's transaction here, if one is open; an aborted one is indexed
+    /// in the active segment's `.txnindex` before the last stable offset moves past it. A marker
+    /// for a producer with nothing open here is appended all the same and completes nothing.
     pub fn append_marker(
         &self,
         producer_id: i64,
         producer_epoch: i16,
         marker: TxnMarker,
+        transaction_version: i8,
         now_ms: i64,
     ) -> Result<i64, PartitionError> {
         let batch = marker_batch(producer_id, producer_epoch, marker, now_ms)
@@ -105,6 +107,7 @@ impl Partition {
                     producer_id,
                     producer_epoch,
                     marker.coordinator_epoch,
+                    transaction_version,
                 )?;
                 let (offset, _) = self.append_locked(state, &batch, now_ms, false)?;
                 let completed = state.producers.apply_marker(

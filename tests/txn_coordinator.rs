@@ -9,7 +9,6 @@ mod common;
 use common::data::{create_topic, produce};
 use common::txn::*;
 use common::TestBroker;
-use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::records::Compression;
 
 const TOPIC: &str = "txn-coord";
@@ -262,37 +261,6 @@ async fn bad_requests_get_kafkas_codes_and_disturb_nothing() {
     assert_eq!(produce(&mut client, 9, TOPIC, 1, plain).await.error_code, 0);
     let data = fetch_at(&mut client, TOPIC, 1, 0, READ_COMMITTED).await;
     assert_eq!(committed_view(&data).len(), 3);
-}
-
-#[tokio::test]
-async fn api_versions_advertise_transaction_version_2() {
-    let (_broker, mut client) = setup(&[]).await;
-    let request = ApiVersionsRequest::default()
-        .with_client_software_name(s("sluice-test"))
-        .with_client_software_version(s("1"));
-    for version in [3, 4] {
-        let response: ApiVersionsResponse =
-            client.call(ApiKey::ApiVersions, version, &request).await;
-        let finalized: Vec<_> = response
-            .finalized_features
-            .iter()
-            .map(|f| (f.name.to_string(), f.min_version_level, f.max_version_level))
-            .collect();
-        assert_eq!(finalized, vec![("transaction.version".to_string(), 2, 2)]);
-        assert!(response.finalized_features_epoch >= 0);
-        let supported: Vec<_> = response
-            .supported_features
-            .iter()
-            .map(|f| (f.name.to_string(), f.min_version, f.max_version))
-            .collect();
-        // v3 leaves out supported ranges that start at 0, as Kafka 4.4 does.
-        let expected = if version >= 4 {
-            vec![("transaction.version".to_string(), 0, 2)]
-        } else {
-            vec![]
-        };
-        assert_eq!(supported, expected, "v{version}");
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,7 +1,7 @@
 //! ApiVersions (18): the broker's `VersionTable` (`protocol::versions`: sluice's table, or that
 //! table narrowed to an emulated Kafka release), advertised exactly. Versions above its max
 //! never reach this handler; the connection answers them with the v0 fallback. From v3 the
-//! features (`protocol::FEATURES`: `transaction.version`) go out as Kafka 4.4 advertises them:
+//! features (`protocol::FEATURES`: `group.version`, `transaction.version`) go out as Kafka 4.4 advertises them:
 //! every supported feature, except that v3 leaves out those whose supported minimum is 0
 //! (KIP-1022: older clients reject such a range), and the finalized ones with their epoch. They
 //! go through the same table (`VersionTable::supported_feature` and `finalized_feature`), so an

@@ -357,6 +357,11 @@ async fn dispatch(
             let host = format!("/{}", peer.rsplit_once(':').map(|(h, _)| h).unwrap_or(peer));
             body(groups.join_group(r, version, client_id, &host).await)
         }
+        RequestKind::ConsumerGroupHeartbeat(r) => {
+            let host = format!("/{}", peer.rsplit_once(':').map(|(h, _)| h).unwrap_or(peer));
+            body(groups.consumer_group_heartbeat(r, version, client_id, &host))
+        }
+        RequestKind::ConsumerGroupDescribe(r) => body(groups.consumer_group_describe(r, version)),
         RequestKind::SyncGroup(r) => body(groups.sync_group(r, version).await),
         RequestKind::Heartbeat(r) => body(groups.heartbeat(r, version)),
         RequestKind::LeaveGroup(r) => body(groups.leave_group(r, version)),

@@ -82,7 +82,7 @@ fn commit(
         logs.topic(topic)
             .is_some_and(|t| t.partition(partition).is_some())
     };
-    broker.groups.txn_offset_commit(request, &exists)
+    broker.groups.txn_offset_commit(request, version, &exists)
 }
 
 /// The offsets partition is in the transaction (verified, or added with v5).

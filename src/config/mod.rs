@@ -16,6 +16,7 @@
 
 pub mod broker;
 pub mod env;
+mod group;
 pub mod topic;
 
 use std::collections::BTreeMap;
@@ -86,6 +87,24 @@ pub struct Config {
     /// How long a new group waits for more members before its first rebalance completes.
     pub group_initial_rebalance_delay_ms: i64,
     pub group_max_size: usize,
+    /// `group.consumer.*`: the KIP-848 consumer group protocol. Session timeout and heartbeat
+    /// interval given to members (a group's own `consumer.*` configs override them within the
+    /// min/max bounds), the largest group, the server-side assignors (the first is the
+    /// default), the classic/consumer migration policy, how often regular expressions are
+    /// resolved again, and the least time between two target assignments of a group.
+    pub group_consumer_session_timeout_ms: i32,
+    pub group_consumer_min_session_timeout_ms: i32,
+    pub group_consumer_max_session_timeout_ms: i32,
+    pub group_consumer_heartbeat_interval_ms: i32,
+    pub group_consumer_min_heartbeat_interval_ms: i32,
+    pub group_consumer_max_heartbeat_interval_ms: i32,
+    pub group_consumer_max_size: usize,
+    pub group_consumer_assignors: Vec<String>,
+    pub group_consumer_migration_policy: String,
+    pub group_consumer_regex_refresh_interval_ms: i64,
+    pub group_consumer_assignment_interval_ms: i32,
+    pub group_consumer_min_assignment_interval_ms: i32,
+    pub group_consumer_max_assignment_interval_ms: i32,
     pub offsets_retention_minutes: i64,
     pub offset_metadata_max_bytes: usize,
     /// Idempotent producers idle this long are forgotten.
@@ -200,6 +219,7 @@ impl Config {
                 "queued.max.request.bytes must be at least socket.request.max.bytes".into(),
             ));
         }
+        group::check_consumer_group_settings(&config)?;
         if !map.contains_key("advertised.listeners") {
             config.advertised_listener = advertise(&config.listener);
         }
@@ -250,6 +270,19 @@ impl Config {
             group_max_session_timeout_ms: 0,
             group_initial_rebalance_delay_ms: 0,
             group_max_size: 0,
+            group_consumer_session_timeout_ms: 0,
+            group_consumer_min_session_timeout_ms: 0,
+            group_consumer_max_session_timeout_ms: 0,
+            group_consumer_heartbeat_interval_ms: 0,
+            group_consumer_min_heartbeat_interval_ms: 0,
+            group_consumer_max_heartbeat_interval_ms: 0,
+            group_consumer_max_size: 0,
+            group_consumer_assignors: Vec::new(),
+            group_consumer_migration_policy: String::new(),
+            group_consumer_regex_refresh_interval_ms: 0,
+            group_consumer_assignment_interval_ms: 0,
+            group_consumer_min_assignment_interval_ms: 0,
+            group_consumer_max_assignment_interval_ms: 0,
             offsets_retention_minutes: 0,
             offset_metadata_max_bytes: 0,
             producer_id_expiration_ms: 0,
@@ -498,98 +531,4 @@ fn served_listeners(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
-        items
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
-    #[test]
-    fn defaults_are_kafkas_with_embedded_listener() {
-        let c = Config::from_pairs(&[]).unwrap();
-        assert_eq!(
-            c.listener,
-            Endpoint {
-                host: "127.0.0.1".into(),
-                port: 9092
-            }
-        );
-        assert_eq!(c.topic_values().i64("segment.bytes"), 1_073_741_824);
-        assert_eq!(c.topic_values().i64("max.message.bytes"), 1_048_588);
-        assert_eq!(c.log_dir, PathBuf::from("./data"));
-    }
-
-    #[test]
-    fn reads_kafka_keys_and_advertises_listener() {
-        let c = Config::from_pairs(&pairs(&[
-            ("listeners", "PLAINTEXT://:19092,CONTROLLER://:19093"),
-            ("log.roll.hours", "2"),
-            ("log.dirs", "/tmp/a,/tmp/b"),
-            ("process.roles", "broker,controller"),
-        ]))
-        .unwrap();
-        assert_eq!(c.listener.port, 19092);
-        assert_eq!(c.listener.host, "0.0.0.0");
-        assert_eq!(c.advertised_listener.host, "127.0.0.1");
-        assert_eq!(c.topic_values().i64("segment.ms"), 7_200_000);
-        assert_eq!(c.log_dir, PathBuf::from("/tmp/a"));
-    }
-
-    #[test]
-    fn serves_every_plaintext_listener_but_controllers_with_its_advertised_endpoint() {
-        let c = Config::from_pairs(&pairs(&[
-            (
-                "listeners",
-                "PLAINTEXT://0.0.0.0:9092,BROKER://0.0.0.0:9093,CONTROLLER://0.0.0.0:9094,SECURE://:9095",
-            ),
-            (
-                "listener.security.protocol.map",
-                "BROKER:PLAINTEXT,PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SECURE:SSL",
-            ),
-            ("controller.listener.names", "CONTROLLER"),
-            (
-                "advertised.listeners",
-                "PLAINTEXT://localhost:32768,BROKER://c0ffee:9093",
-            ),
-        ]))
-        .unwrap();
-        let served: Vec<(String, String, String)> = c
-            .served_listeners
-            .iter()
-            .map(|(l, a)| (l.name.clone(), l.endpoint.to_string(), a.to_string()))
-            .collect();
-        assert_eq!(
-            served,
-            [
-                (
-                    "PLAINTEXT".into(),
-                    "0.0.0.0:9092".into(),
-                    "localhost:32768".into()
-                ),
-                ("BROKER".into(), "0.0.0.0:9093".into(), "c0ffee:9093".into()),
-            ]
-        );
-        assert_eq!(c.advertised_listener.to_string(), "localhost:32768");
-    }
-
-    #[test]
-    fn malformed_value_names_the_key() {
-        let err = Config::from_pairs(&pairs(&[("log.segment.bytes", "lots")])).unwrap_err();
-        assert!(err.0.contains("log.segment.bytes"), "{err}");
-        let err = Config::from_pairs(&pairs(&[("auto.create.topics.enable", "yes")])).unwrap_err();
-        assert!(err.0.contains("auto.create.topics.enable"), "{err}");
-    }
-
-    #[test]
-    fn properties_parser_skips_comments() {
-        let p = parse_properties("# c\n! c\n\na=1\nb : two\n");
-        assert_eq!(
-            p,
-            vec![("a".into(), "1".into()), ("b".into(), "two".into())]
-        );
-    }
-}
+mod tests;

@@ -1,5 +1,5 @@
 //! Transactional offsets (Kafka's `commitTransactionalOffset` and `replayEndTransactionMarker`):
-//! TxnOffsetCommit (API 28, v0-5) writes offsets as a transactional batch of the producer to the
+//! TxnOffsetCommit (API 28, v0-6) writes offsets as a transactional batch of the producer to the
 //! group's `__consumer_offsets` partition, where they stay pending until that partition gets
 //! the transaction's marker: a COMMIT makes them the group's committed offsets, an ABORT drops
 //! them. Until then OffsetFetch answers the last committed offset, or UNSTABLE_OFFSET_COMMIT when
@@ -18,8 +18,11 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 use kafka_protocol::ResponseError;
 
+use super::consumer::offsets::{check_commit, check_partition, CommitCheck};
+use super::consumer::{ConsumerGroup, Offsets};
 use super::records::{self, OffsetCommitValue};
 use super::state::{ClassicGroup, CommittedOffset, GroupState};
+use super::topics::TopicImage;
 use super::{GroupCoordinator, Inner, StoreError};
 
 /// Offsets written in transactions not ended yet: producer id → group → (topic, partition).
@@ -32,6 +35,7 @@ impl GroupCoordinator {
     pub fn txn_offset_commit(
         &self,
         request: &TxnOffsetCommitRequest,
+        version: i16,
         partition_exists: &dyn Fn(&str, i32) -> bool,
     ) -> TxnOffsetCommitResponse {
         let now_ms = self.clock.now_ms();
@@ -46,7 +50,7 @@ impl GroupCoordinator {
             })
             .collect();
         let mut inner = self.lock_at(now_ms);
-        let group_error = validate_txn_commit(&mut inner, request).err();
+        let group_error = validate_txn_commit(&mut inner, request, version, self.topics()).err();
         let mut codes: Vec<Vec<i16>> = Vec::with_capacity(request.topics.len());
         let mut accepted: Vec<(usize, usize, String, i32, CommittedOffset)> = Vec::new();
         for (t, topic) in request.topics.iter().enumerate() {
@@ -130,10 +134,12 @@ impl GroupCoordinator {
                 }
             })?;
         // A group that had nothing yet exists from now on, as a simple group.
-        inner
-            .groups
-            .entry(group_id.to_string())
-            .or_insert_with(|| ClassicGroup::new(group_id, Some(now_ms)));
+        if !inner.consumer_groups.contains_key(group_id) {
+            inner
+                .groups
+                .entry(group_id.to_string())
+                .or_insert_with(|| ClassicGroup::new(group_id, Some(now_ms)));
+        }
         let pending = inner
             .pending_txn_offsets
             .entry(producer_id)
@@ -169,54 +175,66 @@ impl GroupCoordinator {
             transaction_version,
         )?;
         let store = self.store.as_ref();
-        let inner = &mut *inner;
-        apply_marker(
+        let committed = take_ended(
             &mut inner.pending_txn_offsets,
-            &mut inner.groups,
             producer_id,
             commit,
             |group| store.partition_for(group) == partition,
         );
+        for (group_id, ended) in committed {
+            let offsets = match inner.consumer_groups.get_mut(&group_id) {
+                Some(group) => &mut group.offsets,
+                None => {
+                    &mut inner
+                        .groups
+                        .entry(group_id.clone())
+                        .or_insert_with(|| ClassicGroup::new(&group_id, None))
+                        .offsets
+                }
+            };
+            commit_into(offsets, ended);
+        }
         Ok(())
     }
 }
 
-/// Commits (or drops) the producer's pending offsets of the groups `in_partition` selects.
-pub(crate) fn apply_marker(
+/// The offsets one ended transaction commits to one group: (topic, partition) → offset.
+pub(crate) type EndedOffsets = HashMap<(String, i32), CommittedOffset>;
+
+/// Takes the producer's pending offsets of the groups `in_partition` selects out of `pending`:
+/// those a commit makes the groups' committed offsets, by group (nothing for an abort).
+pub(crate) fn take_ended(
     pending: &mut PendingTxnOffsets,
-    groups: &mut HashMap<String, ClassicGroup>,
     producer_id: i64,
     commit: bool,
     in_partition: impl Fn(&str) -> bool,
-) {
+) -> Vec<(String, EndedOffsets)> {
     let Some(by_group) = pending.get_mut(&producer_id) else {
-        return;
+        return Vec::new();
     };
     let ended: Vec<String> = by_group
         .keys()
         .filter(|g| in_partition(g))
         .cloned()
         .collect();
+    let mut committed = Vec::new();
     for group_id in ended {
-        let Some(offsets) = by_group.remove(&group_id) else {
-            continue;
-        };
-        if !commit {
-            continue;
-        }
-        let group = groups
-            .entry(group_id.clone())
-            .or_insert_with(|| ClassicGroup::new(&group_id, None));
-        for ((topic, partition), offset) in offsets {
-            group
-                .offsets
-                .entry(topic)
-                .or_default()
-                .insert(partition, offset);
+        if let Some(offsets) = by_group.remove(&group_id) {
+            if commit {
+                committed.push((group_id, offsets));
+            }
         }
     }
     if by_group.is_empty() {
         pending.remove(&producer_id);
+    }
+    committed
+}
+
+/// Puts one group's offsets of a committed transaction into its committed offsets.
+pub(crate) fn commit_into(offsets: &mut Offsets, ended: EndedOffsets) {
+    for ((topic, partition), offset) in ended {
+        offsets.entry(topic).or_default().insert(partition, offset);
     }
 }
 
@@ -231,11 +249,16 @@ pub(crate) fn has_pending(inner: &Inner, group_id: &str, topic: &str, partition:
 }
 
 /// Kafka's `validateTransactionalOffsetCommit`: an unknown group is created by a commit with no
-/// generation; otherwise a commit naming a member or generation must be the current
-/// generation's member (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION).
+/// generation (a named generation is ILLEGAL_GENERATION, GROUP_ID_NOT_FOUND from v6); otherwise
+/// a commit naming a member or generation must be the current generation's member
+/// (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION). A consumer group checks the
+/// member and its epoch as OffsetCommit does, except that any version may commit in a
+/// transaction; a stale epoch is ILLEGAL_GENERATION below v6, STALE_MEMBER_EPOCH from v6.
 fn validate_txn_commit(
     inner: &mut Inner,
     request: &TxnOffsetCommitRequest,
+    version: i16,
+    topics: &dyn TopicImage,
 ) -> Result<(), ResponseError> {
     if inner.shut_down {
         return Err(ResponseError::NotCoordinator);
@@ -244,11 +267,19 @@ fn validate_txn_commit(
         return Err(ResponseError::InvalidGroupId);
     }
     let generation_id = request.generation_id;
+    if let Some(group) = inner.consumer_groups.get(request.group_id.as_str()) {
+        return check_consumer_group(group, request, topics).map_err(|e| match e {
+            ResponseError::StaleMemberEpoch if version < STALE_MEMBER_EPOCH_FROM => {
+                ResponseError::IllegalGeneration
+            }
+            other => other,
+        });
+    }
     let Some(group) = inner.groups.get(request.group_id.as_str()) else {
-        return if generation_id < 0 {
-            Ok(())
-        } else {
-            Err(ResponseError::IllegalGeneration)
+        return match generation_id {
+            g if g < 0 => Ok(()),
+            _ if version >= GROUP_ID_NOT_FOUND_FROM => Err(ResponseError::GroupIdNotFound),
+            _ => Err(ResponseError::IllegalGeneration),
         };
     };
     if generation_id < 0 && group.state == GroupState::Empty {
@@ -260,6 +291,32 @@ fn validate_txn_commit(
         group.validate_member(member_id, instance_id)?;
         if generation_id != group.generation_id {
             return Err(ResponseError::IllegalGeneration);
+        }
+    }
+    Ok(())
+}
+
+/// The first TxnOffsetCommit version answering GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH.
+const GROUP_ID_NOT_FOUND_FROM: i16 = 6;
+const STALE_MEMBER_EPOCH_FROM: i16 = 6;
+
+/// The member-epoch checks of a commit to a consumer group, every partition when the epoch is
+/// behind; one failing partition fails the commit.
+fn check_consumer_group(
+    group: &ConsumerGroup,
+    request: &TxnOffsetCommitRequest,
+    topics: &dyn TopicImage,
+) -> Result<(), ResponseError> {
+    let epoch = request.generation_id;
+    // Transactional commits skip the OffsetCommit v9 requirement: any version passes.
+    let member = match check_commit(group, request.member_id.as_str(), epoch, i16::MAX)? {
+        CommitCheck::Accept => return Ok(()),
+        CommitCheck::PerPartition(member) => member,
+    };
+    for topic in &request.topics {
+        let topic_id = topics.by_name(topic.name.as_str()).map(|t| t.id);
+        for partition in &topic.partitions {
+            check_partition(member, epoch, topic_id, partition.partition_index)?;
         }
     }
     Ok(())

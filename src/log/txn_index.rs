@@ -1,5 +1,5 @@
 //! A segment's `.txnindex`, Kafka's aborted-transaction index: one 34-byte entry per transaction
-//! aborted by a marker in this segment, in marker order (`docs/log-format.md` §3a):
+//! aborted by a marker in this segment, in marker order (`docs/log-format.md` §4a):
 //!
 //! ```text
 //! i16 version (0) | i64 producer id | i64 first offset | i64 last offset | i64 last stable offset

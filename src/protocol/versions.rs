@@ -75,6 +75,8 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
     api(ApiKey::DescribeProducers, 0, 0, 0),
     api(ApiKey::DescribeTransactions, 0, 0, 0),
     api(ApiKey::ListTransactions, 0, 0, 2),
+    api(ApiKey::ConsumerGroupHeartbeat, 0, 0, 1),
+    api(ApiKey::ConsumerGroupDescribe, 0, 0, 1),
 ];
 
 /// A feature (KIP-584) this broker supports and has finalized, as ApiVersions v3+ advertises
@@ -88,15 +90,23 @@ pub struct Feature {
 }
 
 /// The features sluice implements, advertised as Kafka 4.4 advertises them. A feature is listed
-/// only when what it stands for works: `transaction.version` 2 is KIP-890 part 2 (Produce v12+
-/// and TxnOffsetCommit v5 add partitions, EndTxn v5 bumps the epoch), which Java clients use only
-/// when it is finalized at 2.
-pub const FEATURES: &[Feature] = &[Feature {
-    name: "transaction.version",
-    supported_min: 0,
-    supported_max: 2,
-    finalized_level: 2,
-}];
+/// only when what it stands for works: `group.version` 1 is the KIP-848 consumer group protocol;
+/// `transaction.version` 2 is KIP-890 part 2 (Produce v12+ and TxnOffsetCommit v5 add
+/// partitions, EndTxn v5 bumps the epoch), which Java clients use only when it is finalized at 2.
+pub const FEATURES: &[Feature] = &[
+    Feature {
+        name: "group.version",
+        supported_min: 0,
+        supported_max: 1,
+        finalized_level: 1,
+    },
+    Feature {
+        name: "transaction.version",
+        supported_min: 0,
+        supported_max: 2,
+        finalized_level: 2,
+    },
+];
 
 /// The epoch of the finalized features: Kafka's is the metadata log offset of their last change;
 /// sluice's never change while it runs. Clients take finalized features only from an epoch of

@@ -34,7 +34,7 @@ fn txn_commit(
 
 fn codes(h: &Harness, request: &TxnOffsetCommitRequest) -> Vec<i16> {
     h.coordinator
-        .txn_offset_commit(request, &|_, _| true)
+        .txn_offset_commit(request, 5, &|_, _| true)
         .topics
         .iter()
         .flat_map(|t| t.partitions.iter().map(|p| p.error_code))

@@ -122,3 +122,98 @@ async fn every_transaction_ends_after_a_crash() {
         (2, 0)
     );
 }
+
+/// A KIP-848 consumer group's transactional offsets: its member commits them at its epoch (a
+/// stale epoch is refused), a COMMIT makes them the group's and an ABORT drops them, and after
+/// kill -9 the group comes back as a consumer group with the committed ones, replayed in log
+/// order with its plain commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_groups_transactional_offsets_survive_a_crash() {
+    use common::consumer::{join, send};
+    let overrides = [
+        ("log.index.size.max.bytes", "65536"),
+        ("transaction.state.log.num.partitions", "5"),
+        ("offsets.topic.num.partitions", "5"),
+    ];
+    let mut broker = TestBroker::start(&overrides).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, TOPIC, 2).await;
+    let group = "eos-consumers";
+    let joined = send(&mut client, &join(group, "member-1", &[TOPIC])).await;
+    assert_eq!(joined.error_code, 0);
+    let epoch = joined.member_epoch;
+    let member = (epoch, "member-1");
+
+    let t = init_txn_ok(&mut client, "eos", 60_000).await;
+    let stale = txn_offset_commit(
+        &mut client,
+        5,
+        "eos",
+        group,
+        t,
+        (epoch + 1, "member-1"),
+        (TOPIC, 4),
+    );
+    assert_eq!(
+        stale.await,
+        22,
+        "ILLEGAL_GENERATION: an epoch ahead of the member's (v5)"
+    );
+    assert_eq!(
+        txn_offset_commit(&mut client, 5, "eos", group, t, member, (TOPIC, 4)).await,
+        0
+    );
+    assert_eq!(
+        fetch_offset(&mut client, group, TOPIC, true).await,
+        (-1, 88)
+    );
+    assert_eq!(end_txn(&mut client, 5, "eos", t, true).await.0, 0);
+    let t = (t.0, t.1 + 1);
+    assert_eq!(fetch_offset(&mut client, group, TOPIC, true).await, (4, 0));
+    // An aborted transaction's offsets are dropped.
+    assert_eq!(
+        txn_offset_commit(&mut client, 5, "eos", group, t, member, (TOPIC, 9)).await,
+        0
+    );
+    assert_eq!(end_txn(&mut client, 5, "eos", t, false).await.0, 0);
+    let t = (t.0, t.1 + 1);
+    assert_eq!(fetch_offset(&mut client, group, TOPIC, true).await, (4, 0));
+    // One more committed after a plain commit: the last in the log wins.
+    let plain = plain_commit(&mut client, group, member, 6).await;
+    assert_eq!(plain, 0);
+    assert_eq!(
+        txn_offset_commit(&mut client, 5, "eos", group, t, member, (TOPIC, 8)).await,
+        0
+    );
+    assert_eq!(end_txn(&mut client, 5, "eos", t, true).await.0, 0);
+    assert_eq!(fetch_offset(&mut client, group, TOPIC, true).await, (8, 0));
+
+    broker.restart_after_crash().await;
+    let mut client = broker.client().await;
+    assert_eq!(fetch_offset(&mut client, group, TOPIC, true).await, (8, 0));
+    let described = common::consumer::describe(&mut client, group).await;
+    assert_eq!(described.error_code, 0, "still a consumer group");
+    assert_eq!(described.members.len(), 1);
+}
+
+/// OffsetCommit v9 of partition 0 of `TOPIC` by a consumer group's member; its error code.
+async fn plain_commit(
+    client: &mut common::Client,
+    group: &str,
+    (epoch, member): (i32, &str),
+    offset: i64,
+) -> i16 {
+    use kafka_protocol::messages::offset_commit_request::*;
+    use kafka_protocol::messages::*;
+    let request = OffsetCommitRequest::default()
+        .with_group_id(GroupId(s(group)))
+        .with_generation_id_or_member_epoch(epoch)
+        .with_member_id(s(member))
+        .with_topics(vec![OffsetCommitRequestTopic::default()
+            .with_name(TopicName(s(TOPIC)))
+            .with_partitions(vec![OffsetCommitRequestPartition::default()
+                .with_partition_index(0)
+                .with_committed_offset(offset)])]);
+    let response: OffsetCommitResponse = client.call(ApiKey::OffsetCommit, 9, &request).await;
+    response.topics[0].partitions[0].error_code
+}

@@ -188,6 +188,65 @@ async fn emulating_4_4_changes_nothing() {
         .call(ApiKey::ApiVersions, 3, &request)
         .await;
     assert_eq!(advertised(&own), advertised(&emulated));
+    assert_eq!(features(&own), features(&emulated));
+}
+
+/// (finalized, supported) features of an answer, as (name, min, max).
+type Features = (Vec<(String, i16, i16)>, Vec<(String, i16, i16)>);
+
+fn features(response: &ApiVersionsResponse) -> Features {
+    let finalized = response
+        .finalized_features
+        .iter()
+        .map(|f| (f.name.to_string(), f.min_version_level, f.max_version_level))
+        .collect();
+    let supported = response
+        .supported_features
+        .iter()
+        .map(|f| (f.name.to_string(), f.min_version, f.max_version))
+        .collect();
+    (finalized, supported)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn features_follow_the_emulated_release() {
+    let feature = |name: &str, min, max| (name.to_string(), min, max);
+    // Kafka 4.0 brought group.version (KIP-848) and transaction.version (KIP-890) and
+    // finalizes them at 1 and 2, as 4.4 does: the emulation keeps both.
+    let four = TestBroker::start(&[("sluice.emulate.kafka.version", "4.0")]).await;
+    let response: ApiVersionsResponse = four
+        .client()
+        .await
+        .call(ApiKey::ApiVersions, 4, &api_versions_request())
+        .await;
+    assert_eq!(
+        features(&response),
+        (
+            vec![
+                feature("group.version", 1, 1),
+                feature("transaction.version", 2, 2)
+            ],
+            vec![
+                feature("group.version", 0, 1),
+                feature("transaction.version", 0, 2)
+            ]
+        )
+    );
+    // A 3.9 broker had neither (only kraft.version, which sluice does not advertise): a client
+    // speaks transaction version 1 and the classic group protocol to it.
+    let three = TestBroker::start(&[("sluice.emulate.kafka.version", "3.9")]).await;
+    let response: ApiVersionsResponse = three
+        .client()
+        .await
+        .call(ApiKey::ApiVersions, 3, &api_versions_request())
+        .await;
+    assert_eq!(features(&response), (vec![], vec![]));
+    let end_txn = response.api_keys.iter().find(|k| k.api_key == 26);
+    assert_eq!(
+        end_txn.map(|k| k.max_version),
+        Some(4),
+        "EndTxn v5 is 4.0's"
+    );
 }
 
 #[tokio::test]

@@ -26,7 +26,7 @@ step "transactions (confluent-kafka, kill -9, DumpLogSegments, vs Apache Kafka; 
 bash compat-tests/transactions/run.sh "$PWD/target/release/sluice"
 step "kafka-topics --describe on target/release/sluice vs Apache Kafka"
 bash compat-tests/kafka/compare-topics-describe.sh "$PWD/target/release/sluice"
-step "ApiVersions of target/release/sluice within Apache Kafka's"
+step "ApiVersions of target/release/sluice within Apache Kafka's, its features equal to Kafka's"
 bash compat-tests/kafka/compare-api-versions.sh "$PWD/target/release/sluice"
 step "version emulation (sluice.emulate.kafka.version=3.6) under kafka-broker-api-versions and the Java client"
 bash compat-tests/kafka/test-version-emulation.sh "$PWD/target/release/sluice"

@@ -5,8 +5,10 @@
 //!
 //! It owns the groups and their offsets in memory and makes offsets durable through an
 //! [`OffsetStore`] in `__consumer_offsets`' record formats (`records.rs`). It deliberately does not
-//! own: the store itself, FindCoordinator (every group lives here), request framing, topic
-//! metadata (the caller says which partitions exist), or the KIP-848 "consumer" protocol. Group
+//! own: the store itself, FindCoordinator (every group lives here), request framing, or topic
+//! metadata (the caller says which partitions exist). KIP-848 consumer groups are in
+//! `consumer/`, which also takes classic members into consumer groups and converts groups
+//! between the protocols online (`consumer/classic.rs`, `consumer/migrate.rs`). Group
 //! membership is persisted as Kafka does (`persist.rs`): after a restart a group comes back
 //! Empty, or Stable with the members, generation and assignments of its last completed
 //! rebalance, and members that keep heartbeating keep their assignment.
@@ -260,6 +262,14 @@ impl Inner {
         }
     }
 
+    /// Puts a classic group in place of the consumer group of the same id that turned into it
+    /// (an online downgrade), with its timers.
+    fn install_classic(&mut self, classic: ClassicGroup) {
+        self.consumer_groups.remove(&classic.group_id);
+        self.wakeup_ms = self.wakeup_ms.min(classic.wakeup_ms);
+        self.groups.insert(classic.group_id.clone(), classic);
+    }
+
     /// Wakes the timer task if a timer is now due before the task means to wake.
     fn reschedule_if_earlier(&mut self, timers_changed: &Notify) {
         if self.wakeup_ms < self.scheduled_tick_ms {
@@ -347,13 +357,17 @@ impl GroupCoordinator {
         rebalance::fire_timers(inner, ctx);
         let topics = self.topics();
         let mut wakeup_ms = inner.wakeup_ms;
+        let mut downgraded = Vec::new();
         for group in inner.consumer_groups.values_mut() {
             if group.wakeup_ms <= ctx.now_ms {
-                consumer::fence::fire_timers(group, ctx, topics);
+                downgraded.extend(consumer::fence::fire_timers(group, ctx, topics));
             }
             wakeup_ms = wakeup_ms.min(group.wakeup_ms);
         }
         inner.wakeup_ms = wakeup_ms;
+        for classic in downgraded {
+            inner.install_classic(classic);
+        }
     }
 
     /// What an operation at `now_ms` works with.

@@ -28,6 +28,7 @@
 mod admin;
 mod consumer;
 mod context;
+mod group_configs;
 pub mod group_record;
 mod join;
 mod leave;
@@ -44,12 +45,13 @@ pub mod topics;
 mod tests;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::sync::{watch, Notify};
 
+use crate::config::group::configs::GroupOverrides;
 use crate::config::Config;
 use crate::time::Clock;
 use consumer::ConsumerGroup;
@@ -229,6 +231,8 @@ pub struct GroupCoordinator {
     timers_changed: Notify,
     /// The broker's topics (`set_topic_image`); none until then.
     topic_image: OnceLock<Arc<dyn TopicImage>>,
+    /// The group configs of every group that has any (`set_group_configs`), swapped whole.
+    group_overrides: RwLock<Arc<HashMap<String, GroupOverrides>>>,
 }
 
 pub(crate) struct Inner {
@@ -319,6 +323,7 @@ impl GroupCoordinator {
             }),
             timers_changed: Notify::new(),
             topic_image: OnceLock::new(),
+            group_overrides: RwLock::new(Arc::default()),
         });
         coordinator.on_loaded(now_ms);
         Ok(coordinator)
@@ -374,6 +379,11 @@ impl GroupCoordinator {
     fn ctx(&self, now_ms: i64) -> Ctx<'_> {
         Ctx {
             config: &self.config,
+            overrides: self
+                .group_overrides
+                .read()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .clone(),
             now_ms,
             store: self.store.as_ref(),
         }

@@ -72,6 +72,7 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
     api(ApiKey::ListTransactions, 0, 0, 2),
     api(ApiKey::ConsumerGroupHeartbeat, 0, 0, 1),
     api(ApiKey::ConsumerGroupDescribe, 0, 0, 1),
+    api(ApiKey::ListConfigResources, 0, 0, 1),
 ];
 
 /// What one broker advertises and serves: `SUPPORTED_APIS`, or that table narrowed to what a

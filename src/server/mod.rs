@@ -157,6 +157,9 @@ pub async fn start_on(
     let groups = GroupCoordinator::new(GroupConfig::from_broker(&config), clock.clone(), store)
         .map_err(|e| anyhow::anyhow!("loading committed offsets from __consumer_offsets: {e}"))?;
     groups.set_topic_image(logs.clone());
+    for (group_id, configs) in logs.all_group_configs() {
+        groups.set_group_configs(&group_id, &configs);
+    }
     let quotas = Arc::new(QuotaManager::open(&config, &disk)?);
     // At most `queued.max.request.bytes` of requests are held between reading and answering.
     let request_memory = usize::try_from(config.queued_max_request_bytes)

@@ -180,7 +180,7 @@ fn heartbeat(
     let answer = Answer {
         member_id: member_id.clone(),
         member_epoch: member.epoch(),
-        heartbeat_interval_ms: ctx.config.consumer_heartbeat_interval_ms,
+        heartbeat_interval_ms: ctx.consumer_heartbeat_interval_ms(&h.group_id),
         assignment: (joining || h.is_full() || changed).then(|| owned_list(&member)),
     };
     let uses_classic = member.uses_classic_protocol();

@@ -66,6 +66,7 @@ impl GroupCoordinator {
                     let member = (g.member_id.as_deref(), g.member_epoch);
                     let result = check_member(&inner, g.group_id.as_str(), member)
                         .and_then(|()| fetch_group(&inner, g.group_id.as_str(), topics));
+                    log_fetch(g.group_id.as_str(), member, &result);
                     group_response(g.group_id.as_str(), result)
                 })
                 .collect();
@@ -79,6 +80,29 @@ impl GroupCoordinator {
         let result = fetch_group(&inner, request.group_id.as_str(), requested.clone());
         single_group_response(result, requested, version)
     }
+}
+
+fn log_fetch(
+    group_id: &str,
+    (member_id, member_epoch): (Option<&str>, i32),
+    result: &Result<FetchedTopics, ResponseError>,
+) {
+    if !tracing::enabled!(tracing::Level::DEBUG) {
+        return;
+    }
+    let answer: Result<Vec<(&str, i32, i64)>, &ResponseError> = result.as_ref().map(|topics| {
+        topics
+            .iter()
+            .flat_map(|(t, ps)| ps.iter().map(|f| (t.as_str(), f.partition, f.offset)))
+            .collect()
+    });
+    tracing::debug!(
+        group_id,
+        ?member_id,
+        member_epoch,
+        ?answer,
+        "offset fetch (topic, partition, offset)"
+    );
 }
 
 /// The committed offsets of one group, or the group-level error. Kafka accepts the empty group

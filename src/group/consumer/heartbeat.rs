@@ -184,6 +184,7 @@ fn heartbeat(
         assignment: (joining || h.is_full() || changed).then(|| owned_list(&member)),
     };
     let uses_classic = member.uses_classic_protocol();
+    tracing::debug!(group_id = %h.group_id, member_id, epoch = answer.member_epoch, owned = ?h.owned, assigned = ?answer.assignment, "consumer group heartbeat");
     super::commit(group, ctx, core)?;
     fence::after_step(group, ctx, &member_id, uses_classic);
     inner.note_consumer_wakeup(&h.group_id);

@@ -1,7 +1,6 @@
 package dev.sluice.compat;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -29,8 +28,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 /**
  * Group configs (KIP-848's GROUP config resource): {@code kafka-configs --entity-type groups}
  * sets, describes (with the broker settings behind each value) and deletes them, refuses values
- * outside the broker's {@code group.consumer.*} bounds, and the values survive a restart; the
- * AdminClient sees the same. A group's {@code consumer.session.timeout.ms} is the one its
+ * outside the broker's {@code group.consumer.*} bounds (unknown names and the other refusals are
+ * in the Rust socket tests), and the values survive a restart; the AdminClient sees the same. A group's {@code consumer.session.timeout.ms} is the one its
  * consumer-protocol members get: a SIGKILLed member's partitions move after the group's 6 s, not
  * the broker's 45 s. Tagged "tools" (kafka-configs needs the 4.4 client).
  */
@@ -81,9 +80,6 @@ class GroupConfigsTest {
         JavaProcess.Result refused = configs("--alter", "--entity-name", group, "--add-config", "consumer.session.timeout.ms=5000");
         assertNotEquals(0, refused.exit(), refused.toString());
         assertTrue(refused.err().contains("InvalidConfigurationException: consumer.session.timeout.ms must be in the range 6000 to 60000 inclusive."), refused.toString());
-        refused = configs("--alter", "--entity-name", group, "--add-config", "no.such.config=1");
-        assertNotEquals(0, refused.exit(), refused.toString());
-        assertTrue(refused.err().contains("Unknown group config name: no.such.config"), refused.toString());
         assertEquals(described, ok("--describe", "--entity-name", group));
 
         // The AdminClient sees the same, and lists the group among those with configs.
@@ -110,12 +106,8 @@ class GroupConfigsTest {
         broker.start();
         assertEquals(described, ok("--describe", "--entity-name", group), "after a restart");
 
-        assertTrue(ok("--alter", "--entity-name", group, "--delete-config", "consumer.heartbeat.interval.ms")
+        assertTrue(ok("--alter", "--entity-name", group, "--delete-config", "consumer.heartbeat.interval.ms,consumer.session.timeout.ms")
                 .contains("Completed updating config for group " + group + "."));
-        described = ok("--describe", "--entity-name", group);
-        assertTrue(described.contains("consumer.session.timeout.ms=20000"), described);
-        assertFalse(described.contains("consumer.heartbeat.interval.ms"), described);
-        ok("--alter", "--entity-name", group, "--delete-config", "consumer.session.timeout.ms");
         assertTrue(ok("--describe", "--entity-name", group).contains("doesn't exist and doesn't have dynamic config"));
     }
 

@@ -10,6 +10,8 @@
 //! api      one file per Kafka API: request → response
 //! quota    client quotas: rates → throttle time (the connection mutes the client)
 //! storage  the log directory: topics, partition directories, checkpoints
+//! group    the consumer-group coordinator (offsets in `__consumer_offsets`)
+//! txn      the transaction coordinator (state in `__transaction_state`)
 //! log      one partition: segments, offset and time indexes, recovery
 //! record_batch  the RecordBatch format: header, records, codecs, Kafka's checks (pure)
 //! metrics  counters and timers named after Kafka's JMX metrics (atomics; `/metrics`)
@@ -33,6 +35,7 @@ pub mod record_batch;
 pub mod server;
 pub mod storage;
 pub mod time;
+pub mod txn;
 
 pub use embedded::{
     BlockingEmbeddedBroker, EmbeddedBroker, EmbeddedBrokerBuilder, FaultAction, FaultRule, Faults,

@@ -209,6 +209,11 @@ class Message:
                 return
             self._encode_len(w, len(v))
             w.buf += v
+        elif self._nullable(f):
+            # A nullable struct: an int8 marker, -1 for null, 1 before the struct.
+            w.put("b", -1 if v is None else 1)
+            if v is not None:
+                self._encode_struct(w, self._fields(f), v)
         else:
             self._encode_struct(w, self._fields(f), v)
 
@@ -265,6 +270,8 @@ class Message:
         if t in ("bytes", "records"):
             n = self._decode_len(r, "i")
             return None if n < 0 else r.take(n)
+        if self._nullable(f) and r.get("b") < 0:
+            return None
         return self._decode_struct(r, self._fields(f))
 
 

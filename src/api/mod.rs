@@ -3,6 +3,7 @@
 //! persistent state; everything durable lives in `storage`/`log`.
 
 mod acls;
+mod add_partitions_to_txn;
 mod alter_client_quotas;
 mod alter_configs;
 mod api_versions;
@@ -18,6 +19,7 @@ mod describe_log_dirs;
 mod describe_topic_partitions;
 mod describe_user_scram_credentials;
 mod elect_leaders;
+mod end_txn;
 mod errors;
 mod fault_responses;
 pub mod faults;
@@ -29,8 +31,11 @@ mod list_config_resources;
 mod list_offsets;
 mod metadata;
 mod produce;
+mod produce_txn;
 mod throttle;
 mod transactions_admin;
+mod txn_offset_commit;
+mod write_txn_markers;
 
 use std::sync::Arc;
 
@@ -44,8 +49,9 @@ use crate::group::GroupCoordinator;
 use crate::metrics::BrokerMetrics;
 use crate::protocol::{DecodedRequest, ResponseFrame, VersionTable};
 use crate::quota::QuotaManager;
-use crate::storage::LogManager;
+use crate::storage::{LogManager, MarkerWriter};
 use crate::time::Clock;
+use crate::txn::TransactionCoordinator;
 
 /// What the handlers share: settings, the logs, the clock, and the shutdown signal. One per
 /// listener: they share everything but `config`, whose advertised endpoint is the listener's.
@@ -55,6 +61,10 @@ pub struct Broker {
     pub config: Arc<Config>,
     pub logs: Arc<LogManager>,
     pub groups: Arc<GroupCoordinator>,
+    /// Writes transaction markers to partitions (WriteTxnMarkers).
+    pub markers: Arc<MarkerWriter>,
+    /// The transaction coordinator.
+    pub txn: Arc<TransactionCoordinator>,
     pub clock: Arc<dyn Clock>,
     pub shutdown: watch::Receiver<bool>,
     /// Client quotas: every request is charged here and may come back with a throttle time.
@@ -322,7 +332,7 @@ async fn dispatch(
             Reply::Finished(fetch::handle(broker, r, correlation_id, version, client_id).await)
         }
         RequestKind::ListOffsets(r) => body(list_offsets::handle(broker, r, version)),
-        RequestKind::InitProducerId(r) => body(init_producer_id::handle(broker, r)),
+        RequestKind::InitProducerId(r) => body(init_producer_id::handle(broker, r, version)),
         RequestKind::CreateTopics(r) => {
             let quota = broker.quotas.controller_mutation(client_id, version >= 6);
             create_topics::handle(broker, r, version, quota)
@@ -378,8 +388,26 @@ async fn dispatch(
         RequestKind::CreateAcls(r) => body(acls::create(r)),
         RequestKind::DeleteAcls(r) => body(acls::delete(r)),
         RequestKind::ElectLeaders(r) => body(elect_leaders::handle(broker, r)),
-        RequestKind::ListTransactions(r) => body(transactions_admin::list_transactions(r)),
-        RequestKind::DescribeTransactions(r) => body(transactions_admin::describe_transactions(r)),
+        RequestKind::WriteTxnMarkers(r) => {
+            body(write_txn_markers::handle(broker, r, &request.newer))
+        }
+        RequestKind::AddPartitionsToTxn(r) => {
+            body(add_partitions_to_txn::handle(broker, r, version))
+        }
+        RequestKind::AddOffsetsToTxn(r) => {
+            body(add_partitions_to_txn::add_offsets(broker, r, version))
+        }
+        RequestKind::EndTxn(r) => body(end_txn::handle(broker, r, version)),
+        RequestKind::TxnOffsetCommit(r) => body(txn_offset_commit::handle(
+            broker,
+            r,
+            version,
+            &request.newer,
+        )),
+        RequestKind::ListTransactions(r) => body(transactions_admin::list_transactions(broker, r)),
+        RequestKind::DescribeTransactions(r) => {
+            body(transactions_admin::describe_transactions(broker, r))
+        }
         RequestKind::DescribeProducers(r) => {
             body(transactions_admin::describe_producers(broker, r))
         }

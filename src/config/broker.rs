@@ -208,6 +208,8 @@ mod table {
 
     /// The broker keys that need a row of their own, in name order (see `settings`).
     pub const BROKER: &[BrokerSetting] = &[
+    row("add.partitions.to.txn.retry.backoff.max.ms", Int, Some("100"), Static, set!(add_partitions_to_txn_retry_backoff_max_ms, min 0), No),
+    row("add.partitions.to.txn.retry.backoff.ms", Int, Some("20"), Static, set!(add_partitions_to_txn_retry_backoff_ms, min 1), No),
     row("advertised.listeners", String, None, Static, set!(advertised_listener, parse_listener), Value(|c| listener(&c.advertised_listener))),
     row("auto.create.topics.enable", Boolean, Some("true"), Static, set!(auto_create_topics_enable, parse_bool), Value(|c| c.auto_create_topics_enable.to_string())),
     ignored("background.threads", KafkaOnly),
@@ -300,8 +302,17 @@ mod table {
     ignored("socket.receive.buffer.bytes", Static),
     row("socket.request.max.bytes", Int, Some("104857600"), Static, set!(socket_request_max_bytes, min 1), Value(|c| c.socket_request_max_bytes.to_string())),
     ignored("socket.send.buffer.bytes", Static),
+    row("transaction.abort.timed.out.transaction.cleanup.interval.ms", Int, Some("10000"), Static, set!(transaction_abort_timed_out_transaction_cleanup_interval_ms, min 1), No),
+    row("transaction.max.timeout.ms", Int, Some("900000"), Static, set!(transaction_max_timeout_ms, min 1), No),
+    row("transaction.partition.verification.enable", Boolean, Some("true"), KafkaOnly, set!(transaction_partition_verification_enable, parse_bool), No),
+    row("transaction.remove.expired.transaction.cleanup.interval.ms", Int, Some("3600000"), Static, set!(transaction_remove_expired_transaction_cleanup_interval_ms, min 1), No),
+    row("transaction.state.log.load.buffer.size", Int, Some("5242880"), Static, set!(transaction_state_log_load_buffer_bytes, min 1), No),
     ignored("transaction.state.log.min.isr", Static),
+    row("transaction.state.log.num.partitions", Int, Some("50"), Static, set!(transaction_state_log_num_partitions, min 1), No),
     ignored("transaction.state.log.replication.factor", Static),
+    row("transaction.state.log.segment.bytes", Int, Some("104857600"), Static, set!(transaction_state_log_segment_bytes, min 1), No),
+    ignored("transaction.two.phase.commit.enable", Static),
+    row("transactional.id.expiration.ms", Int, Some("604800000"), Static, set!(transactional_id_expiration_ms, min 1), No),
     ignored("zookeeper.connect", Static),
 ];
 }

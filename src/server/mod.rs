@@ -20,8 +20,10 @@ use crate::network::{self, serve_listener, HttpState};
 use crate::protocol::VersionTable;
 use crate::quota::QuotaManager;
 use crate::storage::consumer_offsets::ConsumerOffsetsStore;
-use crate::storage::LogManager;
+use crate::storage::transaction_state::TransactionStateStore;
+use crate::storage::{LogManager, MarkerWriter};
 use crate::time::Clock;
+use crate::txn::{TransactionCoordinator, TxnConfig};
 
 /// How long shutdown waits for connections to answer what they already read.
 const SHUTDOWN_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -160,6 +162,19 @@ pub async fn start_on(
     for (group_id, configs) in logs.all_group_configs() {
         groups.set_group_configs(&group_id, &configs);
     }
+    let markers = Arc::new(MarkerWriter::new(
+        logs.clone(),
+        groups.clone(),
+        clock.clone(),
+    ));
+    let txn_store = Arc::new(TransactionStateStore::new(logs.clone(), clock.clone()));
+    let txn = TransactionCoordinator::new(
+        TxnConfig::from_broker(&config),
+        clock.clone(),
+        txn_store,
+        markers.clone(),
+    )
+    .map_err(|e| anyhow::anyhow!("loading transactions from __transaction_state: {e}"))?;
     let quotas = Arc::new(QuotaManager::open(&config, &disk)?);
     // At most `queued.max.request.bytes` of requests are held between reading and answering.
     let request_memory = usize::try_from(config.queued_max_request_bytes)
@@ -170,6 +185,8 @@ pub async fn start_on(
         config: config.clone(),
         logs: logs.clone(),
         groups: groups.clone(),
+        markers,
+        txn: txn.clone(),
         clock: clock.clone(),
         shutdown: shutdown_rx.clone(),
         quotas,
@@ -213,6 +230,7 @@ pub async fn start_on(
             let (groups, shutdown) = (groups.clone(), shutdown_rx.clone());
             async move { groups.run_timers(shutdown).await }
         });
+        let txn_timers = tokio::spawn(txn.clone().run_timers(shutdown_rx.clone()));
         let serving: Vec<_> = listeners
             .into_iter()
             .map(|(socket, broker)| {
@@ -230,7 +248,9 @@ pub async fn start_on(
         }
         // Parked joins and syncs are answered now, so their connections can finish.
         groups.shutdown();
+        txn.shutdown();
         let _ = group_timers.await;
+        let _ = txn_timers.await;
         // Every connection holds a drain sender; recv() returns None once all have finished.
         if tokio::time::timeout(SHUTDOWN_DRAIN_TIMEOUT, drain_rx.recv())
             .await
@@ -269,6 +289,9 @@ fn log_kafka_started(config: &Config) {
     }
 }
 
+/// Kafka's `log.initial.task.delay.ms` default: the first retention check waits this long.
+const RETENTION_INITIAL_DELAY: Duration = Duration::from_secs(30);
+
 /// One retention check: segments past retention go, and idle producers are forgotten.
 fn retention_pass(logs: &LogManager, now_ms: i64) -> usize {
     let deleted = logs.enforce_retention(now_ms);
@@ -290,9 +313,14 @@ async fn background_tasks(
     let mut checkpoint = tokio::time::interval(Duration::from_millis(
         config.log_flush_offset_checkpoint_interval_ms,
     ));
-    let mut retention = tokio::time::interval(Duration::from_millis(
-        config.log_retention_check_interval_ms,
-    ));
+    // Kafka's log manager starts its retention task after an initial delay (30 s), never at
+    // start-up itself: records produced in the first moments (even with old timestamps) are
+    // not deleted before a client could read them. A shorter check interval shortens the delay.
+    let retention_period = Duration::from_millis(config.log_retention_check_interval_ms);
+    let mut retention = tokio::time::interval_at(
+        tokio::time::Instant::now() + retention_period.min(RETENTION_INITIAL_DELAY),
+        retention_period,
+    );
     retention.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let cleaner = tokio::spawn(cleaner_task(
         logs.clone(),

@@ -10,6 +10,7 @@ pub mod consumer;
 pub mod data;
 pub mod groups;
 pub mod quotas;
+pub mod txn;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -467,7 +467,7 @@ async fn an_oversized_subscription_is_refused_and_stores_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_classic_join_takes_over_an_empty_consumer_group_only() {
+async fn a_classic_join_takes_over_an_empty_consumer_group() {
     let broker = TestBroker::start(&[("group.initial.rebalance.delay.ms", "0")]).await;
     let mut client = broker.client().await;
     create_topic(&mut client, "t", 1).await;
@@ -475,10 +475,11 @@ async fn a_classic_join_takes_over_an_empty_consumer_group_only() {
         send(&mut client, &join("g", "m", &["t"])).await.error_code,
         0
     );
-    // A classic member cannot join a consumer group that has members.
+    // A classic member joins a consumer group that has members as a member of it (first it
+    // is given a member id; tests/group_migration.rs follows such members further).
     let classic = common::groups::join_request("g", "");
-    let refused: JoinGroupResponse = client.call(ApiKey::JoinGroup, 5, &classic).await;
-    assert_eq!(refused.error_code, 23, "INCONSISTENT_GROUP_PROTOCOL");
+    let asked: JoinGroupResponse = client.call(ApiKey::JoinGroup, 5, &classic).await;
+    assert_eq!(asked.error_code, 79, "MEMBER_ID_REQUIRED");
     // Once the group is empty, a classic group replaces it.
     assert_eq!(
         send(&mut client, &beat("g", "m", -1, None))

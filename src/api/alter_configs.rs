@@ -3,7 +3,9 @@
 //! SUBTRACT to them. Either way the result is validated as a whole, applied at once, and
 //! persisted. Broker resources (this node's id, or "" for the cluster-wide default) take
 //! dynamic broker configs the same two ways; `config::broker` says which keys may
-//! change.
+//! change. Group resources (any group id, whether the group exists or not) take group configs
+//! both ways too, checked by `config::group::configs` and handed to the group coordinator
+//! (`group_configs.rs`).
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -14,9 +16,9 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::describe_configs::{RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC};
 use super::errors::{code, topic_error_code};
-use super::Broker;
+use super::{group_configs, Broker};
 use crate::config::topic::{self as topic_config, ConfigType};
 use crate::storage::TopicConfigs;
 
@@ -99,7 +101,10 @@ pub fn handle_incremental(
                     resource.resource_type,
                     &key.1,
                     request.validate_only,
-                    |current| apply_ops(current, &ops, resource.resource_type == RESOURCE_BROKER),
+                    |current| match resource.resource_type {
+                        RESOURCE_GROUP => apply_group_ops(current, &ops),
+                        other => apply_ops(current, &ops, other == RESOURCE_BROKER),
+                    },
                 )
             };
             let (error_code, message) = split(outcome);
@@ -124,6 +129,7 @@ fn apply(
     match resource_type {
         RESOURCE_TOPIC => {}
         RESOURCE_BROKER => return apply_broker(broker, name, validate_only, change),
+        RESOURCE_GROUP => return group_configs::apply(broker, name, validate_only, change),
         other => {
             return Err((
                 code(ResponseError::InvalidRequest),
@@ -219,6 +225,51 @@ fn apply_ops(
         }
     }
     Ok(configs)
+}
+
+/// IncrementalAlterConfigs' operations on a group's configs, refused as Kafka 4.4 refuses them.
+/// Kafka's broker does not know the types of group configs when it applies an incremental
+/// change, so APPEND and SUBTRACT are refused for every group config, list or not.
+fn apply_group_ops(
+    mut current: BTreeMap<String, String>,
+    ops: &[(String, i8, Option<String>)],
+) -> Result<BTreeMap<String, String>, (i16, String)> {
+    let invalid_request = |message: String| (code(ResponseError::InvalidRequest), message);
+    let mut seen = HashSet::new();
+    if ops.iter().any(|(name, _, _)| !seen.insert(name)) {
+        return Err(invalid_request(
+            "Error due to duplicate config keys".to_string(),
+        ));
+    }
+    if let Some((name, _, _)) = ops
+        .iter()
+        .find(|(_, op, value)| *op != DELETE && value.is_none())
+    {
+        return Err(invalid_request(format!(
+            "Null value not supported for : {name}"
+        )));
+    }
+    for (name, op, value) in ops {
+        match (*op, value) {
+            (SET, Some(value)) => {
+                current.insert(name.clone(), value.clone());
+            }
+            (DELETE, _) => {
+                current.remove(name);
+            }
+            (APPEND | SUBTRACT, _) => {
+                let verb = if *op == APPEND { "APPEND" } else { "SUBTRACT" };
+                return Err((
+                    code(ResponseError::InvalidConfig),
+                    format!("Can't {verb} to key {name} because its type is not LIST."),
+                ));
+            }
+            (other, _) => {
+                return Err(invalid_request(format!("Unknown config operation {other}")));
+            }
+        }
+    }
+    Ok(current)
 }
 
 fn duplicated(keys: impl Iterator<Item = (i8, String)>) -> HashSet<(i8, String)> {

@@ -2,7 +2,8 @@
 //! type and documentation (v3+), resolved topic → this broker's dynamic config → the
 //! cluster-wide dynamic default → `server.properties` → Kafka default; the broker's settings
 //! for the node's own broker resource, resolved the same way; and the cluster-wide dynamic
-//! defaults for the default broker resource (name "").
+//! defaults for the default broker resource (name ""); and a group's configs for a group
+//! resource (`group_configs.rs`).
 
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::describe_configs_response::{
@@ -13,7 +14,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use super::errors::code;
-use super::Broker;
+use super::{group_configs, Broker};
 use crate::config::broker::{self as broker_config};
 use crate::config::topic::{self as topic_config, source, ConfigType, Resolved};
 use crate::config::Config;
@@ -21,6 +22,7 @@ use crate::config::Config;
 pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;
 pub const RESOURCE_BROKER_LOGGER: i8 = 8;
+pub const RESOURCE_GROUP: i8 = 32;
 
 pub fn handle(
     broker: &Broker,
@@ -95,6 +97,10 @@ fn describe(
             )
         }
         RESOURCE_BROKER_LOGGER => Vec::new(),
+        RESOURCE_GROUP => match group_configs::describe(broker, name) {
+            Ok(resolved) => resolved,
+            Err((e, message)) => return error(e, message),
+        },
         other => {
             return error(
                 ResponseError::InvalidRequest,
@@ -133,7 +139,9 @@ fn entry(resolved: Resolved, options: &Options) -> DescribeConfigsResourceResult
             .synonyms
             .into_iter()
             .map(|(name, value, source)| {
-                let known = broker_config::is_known(&name) || topic_config::find(&name).is_some();
+                let known = broker_config::is_known(&name)
+                    || topic_config::find(&name).is_some()
+                    || group_configs::is_known_synonym(&name);
                 DescribeConfigsSynonym::default()
                     .with_name(StrBytes::from_string(name))
                     .with_value(known.then(|| StrBytes::from_string(value)))
@@ -144,6 +152,8 @@ fn entry(resolved: Resolved, options: &Options) -> DescribeConfigsResourceResult
     if options.version >= 3 {
         entry.config_type = resolved.kind as i8;
     }
+    // Kafka sends null unless documentation was asked for.
+    entry.documentation = None;
     if options.documentation {
         entry.documentation = Some(StrBytes::from_static_str(resolved.doc));
     }

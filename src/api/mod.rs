@@ -25,7 +25,9 @@ mod fault_responses;
 pub mod faults;
 mod fetch;
 mod find_coordinator;
+mod group_configs;
 mod init_producer_id;
+mod list_config_resources;
 mod list_offsets;
 mod metadata;
 mod produce;
@@ -340,6 +342,9 @@ async fn dispatch(
             delete_topics::handle(broker, r, version, quota)
         }
         RequestKind::DescribeConfigs(r) => body(describe_configs::handle(broker, r, version)),
+        RequestKind::ListConfigResources(r) => {
+            body(list_config_resources::handle(broker, r, version))
+        }
         RequestKind::AlterConfigs(r) => body(alter_configs::handle_alter(broker, r)),
         RequestKind::IncrementalAlterConfigs(r) => {
             body(alter_configs::handle_incremental(broker, r))

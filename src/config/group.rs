@@ -1,6 +1,8 @@
 //! The checks of the KIP-848 consumer group settings (`group.consumer.*`): Kafka's
 //! `GroupCoordinatorConfig` bounds between them, and the parsing of the assignor list and the
-//! migration policy.
+//! migration policy. `configs.rs` is Kafka's table of group-level configs (the GROUP resource).
+
+pub mod configs;
 
 use super::{Config, ConfigError};
 

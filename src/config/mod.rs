@@ -16,7 +16,7 @@
 
 pub mod broker;
 pub mod env;
-mod group;
+pub mod group;
 pub mod topic;
 
 use std::collections::BTreeMap;

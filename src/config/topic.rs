@@ -32,6 +32,7 @@ pub mod source {
     pub const DYNAMIC_DEFAULT_BROKER_CONFIG: i8 = 3;
     pub const STATIC_BROKER_CONFIG: i8 = 4;
     pub const DEFAULT_CONFIG: i8 = 5;
+    pub const GROUP_CONFIG: i8 = 8;
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -51,6 +51,8 @@ pub const CLEANER_OFFSET_CHECKPOINT: &str = "cleaner-offset-checkpoint";
 pub const TOPIC_CONFIGS_FILE: &str = "sluice-topic-configs";
 /// sluice's own: dynamic broker configs (per broker and cluster default).
 pub const BROKER_CONFIGS_FILE: &str = "sluice-broker-configs";
+/// sluice's own: the configs set on each group id (the GROUP config resource).
+pub const GROUP_CONFIGS_FILE: &str = "sluice-group-configs";
 /// sluice's own: the block of producer ids handed out so far.
 pub const PRODUCER_ID_BLOCK_FILE: &str = "sluice-producer-id-block";
 /// sluice's own: client quotas.

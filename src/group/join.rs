@@ -11,21 +11,8 @@ use tokio::sync::oneshot;
 use super::context::Ctx;
 use super::persist;
 use super::rebalance;
-use super::state::{ClassicGroup, GroupState, JoinOutcome, Member, Protocol};
+use super::state::{ClassicGroup, GroupState, JoinOutcome, JoinRequest, Member, Protocol};
 use super::{GroupCoordinator, NEW_MEMBER_JOIN_TIMEOUT_MS};
-
-/// The parts of a JoinGroup request the coordinator keeps, owned.
-struct JoinRequest {
-    member_id: String,
-    group_instance_id: Option<String>,
-    client_id: String,
-    client_host: String,
-    session_timeout_ms: i32,
-    rebalance_timeout_ms: i32,
-    protocol_type: String,
-    protocols: Vec<Protocol>,
-    version: i16,
-}
 
 /// Answered at once, or parked until the join phase completes.
 enum Joined {
@@ -76,6 +63,17 @@ impl GroupCoordinator {
         if !session_range.contains(&join.session_timeout_ms) {
             return Joined::error(ResponseError::InvalidSessionTimeout, &join.member_id);
         }
+        let to_consumer_group = inner
+            .consumer_groups
+            .get(&group_id)
+            .is_some_and(|g| !g.core.members.is_empty());
+        if to_consumer_group {
+            let ctx = self.ctx(now_ms);
+            let outcome =
+                super::consumer::classic::join(&mut inner, &ctx, self.topics(), &group_id, &join);
+            inner.reschedule_if_earlier(&self.timers_changed);
+            return Joined::Now(outcome);
+        }
         if let Err(error) = self.make_room_for_classic(&mut inner, &group_id, now_ms) {
             return Joined::error(error, &join.member_id);
         }
@@ -99,10 +97,10 @@ impl GroupCoordinator {
 }
 
 impl GroupCoordinator {
-    /// A classic join to the id of a KIP-848 consumer group: an Empty one gives way (its
-    /// records are tombstoned, its offsets go to the classic group), as Kafka's
-    /// `maybeDeleteEmptyConsumerGroup`; one with members cannot take a classic member here
-    /// (Kafka migrates it online, which sluice does not do yet): INCONSISTENT_GROUP_PROTOCOL.
+    /// A classic join to the id of an Empty KIP-848 consumer group: it gives way (its records
+    /// are tombstoned, its offsets go to the classic group), as Kafka's
+    /// `maybeDeleteEmptyConsumerGroup`. (A consumer group with members takes the classic member
+    /// in: `consumer::classic`.)
     fn make_room_for_classic(
         &self,
         inner: &mut super::Inner,
@@ -112,9 +110,6 @@ impl GroupCoordinator {
         let Some(consumer) = inner.consumer_groups.get(group_id) else {
             return Ok(());
         };
-        if !consumer.core.members.is_empty() {
-            return Err(ResponseError::InconsistentGroupProtocol);
-        }
         let tombstones = super::consumer::changes::group_tombstones(group_id, &consumer.core)
             .map_err(|_| ResponseError::UnknownServerError)?;
         self.append(group_id, tombstones)?;

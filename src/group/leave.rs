@@ -65,6 +65,20 @@ impl GroupCoordinator {
         if group_id.is_empty() {
             return Err(ResponseError::InvalidGroupId);
         }
+        if inner.consumer_groups.contains_key(group_id) {
+            let ctx = self.ctx(now_ms);
+            let named: Vec<(String, Option<String>)> = leavers
+                .iter()
+                .map(|l| (l.member_id.clone(), l.group_instance_id.clone()))
+                .collect();
+            let errors =
+                super::consumer::classic::leave(&mut inner, &ctx, self.topics(), group_id, &named);
+            inner.reschedule_if_earlier(&self.timers_changed);
+            for (leaver, error) in leavers.iter_mut().zip(errors?) {
+                leaver.error = error;
+            }
+            return Ok(leavers);
+        }
         let Some(group) = inner.groups.get_mut(group_id) else {
             // Like Kafka: an unknown group knows none of the members.
             for leaver in &mut leavers {

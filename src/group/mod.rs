@@ -5,8 +5,10 @@
 //!
 //! It owns the groups and their offsets in memory and makes offsets durable through an
 //! [`OffsetStore`] in `__consumer_offsets`' record formats (`records.rs`). It deliberately does not
-//! own: the store itself, FindCoordinator (every group lives here), request framing, topic
-//! metadata (the caller says which partitions exist), or the KIP-848 "consumer" protocol. Group
+//! own: the store itself, FindCoordinator (every group lives here), request framing, or topic
+//! metadata (the caller says which partitions exist). KIP-848 consumer groups are in
+//! `consumer/`, which also takes classic members into consumer groups and converts groups
+//! between the protocols online (`consumer/classic.rs`, `consumer/migrate.rs`). Group
 //! membership is persisted as Kafka does (`persist.rs`): after a restart a group comes back
 //! Empty, or Stable with the members, generation and assignments of its last completed
 //! rebalance, and members that keep heartbeating keep their assignment.
@@ -26,6 +28,7 @@
 mod admin;
 mod consumer;
 mod context;
+mod group_configs;
 pub mod group_record;
 mod join;
 mod leave;
@@ -43,12 +46,13 @@ mod txn_offsets;
 mod tests;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::sync::{watch, Notify};
 
+use crate::config::group::configs::GroupOverrides;
 use crate::config::Config;
 use crate::time::Clock;
 use consumer::ConsumerGroup;
@@ -274,6 +278,8 @@ pub struct GroupCoordinator {
     timers_changed: Notify,
     /// The broker's topics (`set_topic_image`); none until then.
     topic_image: OnceLock<Arc<dyn TopicImage>>,
+    /// The group configs of every group that has any (`set_group_configs`), swapped whole.
+    group_overrides: RwLock<Arc<HashMap<String, GroupOverrides>>>,
 }
 
 pub(crate) struct Inner {
@@ -307,6 +313,14 @@ impl Inner {
         if let Some(group) = self.consumer_groups.get(group_id) {
             self.wakeup_ms = self.wakeup_ms.min(group.wakeup_ms);
         }
+    }
+
+    /// Puts a classic group in place of the consumer group of the same id that turned into it
+    /// (an online downgrade), with its timers.
+    fn install_classic(&mut self, classic: ClassicGroup) {
+        self.consumer_groups.remove(&classic.group_id);
+        self.wakeup_ms = self.wakeup_ms.min(classic.wakeup_ms);
+        self.groups.insert(classic.group_id.clone(), classic);
     }
 
     /// Wakes the timer task if a timer is now due before the task means to wake.
@@ -381,6 +395,7 @@ impl GroupCoordinator {
             }),
             timers_changed: Notify::new(),
             topic_image: OnceLock::new(),
+            group_overrides: RwLock::new(Arc::default()),
         });
         coordinator.on_loaded(now_ms);
         Ok(coordinator)
@@ -419,19 +434,28 @@ impl GroupCoordinator {
         rebalance::fire_timers(inner, ctx);
         let topics = self.topics();
         let mut wakeup_ms = inner.wakeup_ms;
+        let mut downgraded = Vec::new();
         for group in inner.consumer_groups.values_mut() {
             if group.wakeup_ms <= ctx.now_ms {
-                consumer::fence::fire_timers(group, ctx, topics);
+                downgraded.extend(consumer::fence::fire_timers(group, ctx, topics));
             }
             wakeup_ms = wakeup_ms.min(group.wakeup_ms);
         }
         inner.wakeup_ms = wakeup_ms;
+        for classic in downgraded {
+            inner.install_classic(classic);
+        }
     }
 
     /// What an operation at `now_ms` works with.
     fn ctx(&self, now_ms: i64) -> Ctx<'_> {
         Ctx {
             config: &self.config,
+            overrides: self
+                .group_overrides
+                .read()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .clone(),
             now_ms,
             store: self.store.as_ref(),
         }

@@ -71,6 +71,7 @@ impl GroupCoordinator {
                     let result = check_member(&inner, group_id, member).and_then(|()| {
                         fetch_group(&inner, group_id, topics, request.require_stable)
                     });
+                    log_fetch(group_id, member, &result);
                     group_response(group_id, result)
                 })
                 .collect();
@@ -90,6 +91,29 @@ impl GroupCoordinator {
         );
         single_group_response(result, requested, version)
     }
+}
+
+fn log_fetch(
+    group_id: &str,
+    (member_id, member_epoch): (Option<&str>, i32),
+    result: &Result<FetchedTopics, ResponseError>,
+) {
+    if !tracing::enabled!(tracing::Level::DEBUG) {
+        return;
+    }
+    let answer: Result<Vec<(&str, i32, i64)>, &ResponseError> = result.as_ref().map(|topics| {
+        topics
+            .iter()
+            .flat_map(|(t, ps)| ps.iter().map(|f| (t.as_str(), f.partition, f.offset)))
+            .collect()
+    });
+    tracing::debug!(
+        group_id,
+        ?member_id,
+        member_epoch,
+        ?answer,
+        "offset fetch (topic, partition, offset)"
+    );
 }
 
 /// The committed offsets of one group, or the group-level error. Kafka accepts the empty group

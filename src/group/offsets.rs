@@ -109,6 +109,24 @@ impl GroupCoordinator {
                 codes[*t][*p] = error.code();
             }
         }
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            let commits: Vec<(&str, i32, i64, i16)> = request
+                .topics
+                .iter()
+                .zip(&codes)
+                .flat_map(|(topic, topic_codes)| {
+                    topic.partitions.iter().zip(topic_codes).map(|(p, code)| {
+                        (
+                            topic.name.as_str(),
+                            p.partition_index,
+                            p.committed_offset,
+                            *code,
+                        )
+                    })
+                })
+                .collect();
+            tracing::debug!(group_id, member_id = %request.member_id, epoch = request.generation_id_or_member_epoch, ?commits, "offset commit (topic, partition, offset, error code)");
+        }
         commit_response(&request, codes)
     }
 

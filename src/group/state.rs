@@ -2,7 +2,8 @@
 //! timers that drive it, and its committed offsets. Kafka's `ClassicGroup` and
 //! `ClassicGroupMember`. Everything here is bookkeeping on one group; the rebalance protocol
 //! that moves a group between states lives in `rebalance.rs`, and no function here sees a clock,
-//! a store or a request.
+//! a store or a request (`JoinRequest` is only a JoinGroup's fields, owned, for the classic
+//! path and for classic members of consumer groups alike).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -35,6 +36,19 @@ impl GroupState {
             GroupState::Stable => "Stable",
         }
     }
+}
+
+/// The parts of a JoinGroup request the coordinator keeps, owned.
+pub(crate) struct JoinRequest {
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    pub session_timeout_ms: i32,
+    pub rebalance_timeout_ms: i32,
+    pub protocol_type: String,
+    pub protocols: Vec<Protocol>,
+    pub version: i16,
 }
 
 /// What a parked JoinGroup is eventually answered with, before it is shaped for its version.

@@ -17,7 +17,7 @@ use super::context::Ctx;
 use super::persist;
 use super::rebalance;
 use super::state::{ClassicGroup, GroupState, Member, SyncOutcome};
-use super::GroupCoordinator;
+use super::{consumer, GroupCoordinator};
 
 enum Synced {
     Now(SyncOutcome),
@@ -49,9 +49,17 @@ impl GroupCoordinator {
         }
         let group_id = request.group_id.to_string();
         let ctx = self.ctx(now_ms);
+        let topics = self.topics();
         let synced = match inner.groups.get_mut(&group_id) {
             Some(group) => sync_locked(group, &ctx, &request),
-            None => Synced::Now(SyncOutcome::error(ResponseError::UnknownMemberId)),
+            None => match inner.consumer_groups.get_mut(&group_id) {
+                Some(group) if !group.core.members.is_empty() => {
+                    let outcome = consumer::classic::sync(group, &ctx, topics, &request);
+                    inner.note_consumer_wakeup(&group_id);
+                    Synced::Now(outcome)
+                }
+                _ => Synced::Now(SyncOutcome::error(ResponseError::UnknownMemberId)),
+            },
         };
         inner.note_wakeup(&group_id, &self.timers_changed);
         synced
@@ -76,6 +84,12 @@ impl GroupCoordinator {
             return Err(ResponseError::InvalidGroupId);
         }
         let group_id = request.group_id.to_string();
+        if let Some(group) = inner.consumer_groups.get_mut(&group_id) {
+            let answer = consumer::classic::heartbeat(group, &self.ctx(now_ms), request);
+            inner.note_consumer_wakeup(&group_id);
+            inner.reschedule_if_earlier(&self.timers_changed);
+            return answer;
+        }
         let Some(group) = inner.groups.get_mut(&group_id) else {
             return Err(ResponseError::UnknownMemberId);
         };

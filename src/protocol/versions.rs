@@ -77,6 +77,7 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
     api(ApiKey::ListTransactions, 0, 0, 2),
     api(ApiKey::ConsumerGroupHeartbeat, 0, 0, 1),
     api(ApiKey::ConsumerGroupDescribe, 0, 0, 1),
+    api(ApiKey::ListConfigResources, 0, 0, 1),
 ];
 
 /// A feature (KIP-584) this broker supports and has finalized, as ApiVersions v3+ advertises

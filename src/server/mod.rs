@@ -159,6 +159,9 @@ pub async fn start_on(
     let groups = GroupCoordinator::new(GroupConfig::from_broker(&config), clock.clone(), store)
         .map_err(|e| anyhow::anyhow!("loading committed offsets from __consumer_offsets: {e}"))?;
     groups.set_topic_image(logs.clone());
+    for (group_id, configs) in logs.all_group_configs() {
+        groups.set_group_configs(&group_id, &configs);
+    }
     let markers = Arc::new(MarkerWriter::new(
         logs.clone(),
         groups.clone(),

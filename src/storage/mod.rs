@@ -11,6 +11,7 @@ pub mod broker_config;
 mod cleaning;
 pub mod consumer_offsets;
 mod errors;
+pub mod group_configs;
 mod group_topics;
 mod layout;
 mod maintenance;
@@ -76,6 +77,8 @@ pub struct LogManager {
     cleaner_pass: std::sync::Mutex<()>,
     /// Set at shutdown: a pass stops after the partition it is on.
     cleaner_stopping: std::sync::atomic::AtomicBool,
+    /// The configs set on each group id (`group_configs.rs`, `sluice-group-configs`).
+    group_configs: std::sync::Mutex<group_configs::AllGroupConfigs>,
     /// Topics created since start-up: the version the group coordinator's regular expressions
     /// compare with (`group_topics.rs`).
     topics_created: std::sync::atomic::AtomicI64,
@@ -114,6 +117,7 @@ impl LogManager {
         }
         let topic_configs = topic::read_topic_configs(&disk, &log_dir)?;
         let dynamic = DynamicBrokerConfigs::read(&disk, &log_dir)?;
+        let group_configs = group_configs::read(&disk, &log_dir)?;
         // Kafka logs and skips dynamic configs it cannot apply rather than refusing to start.
         let effective = Arc::new(
             config
@@ -183,6 +187,7 @@ impl LogManager {
             checkpoint_write: std::sync::Mutex::new(()),
             cleaner_pass: std::sync::Mutex::new(()),
             cleaner_stopping: std::sync::atomic::AtomicBool::new(false),
+            group_configs: std::sync::Mutex::new(group_configs),
             topics_created: std::sync::atomic::AtomicI64::new(0),
             _lock_file: lock_file,
         })

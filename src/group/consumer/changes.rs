@@ -114,3 +114,33 @@ pub(crate) fn group_tombstones(group_id: &str, core: &Core) -> Result<Vec<Record
     out.push(tombstone(GROUP_EPOCH, group_id, None)?);
     Ok(out)
 }
+
+/// Every record of `core`'s group, as a group created whole writes them (Kafka's
+/// `createConsumerGroupRecords`, used when a classic group is upgraded): member metadata, the
+/// group epoch, target assignments and their metadata, current assignments.
+pub(crate) fn group_records(group_id: &str, core: &Core) -> Result<Vec<Record>, String> {
+    let mut out = Vec::new();
+    for (member_id, member) in &core.members {
+        let value = member_metadata_value(&member.metadata)?;
+        out.push(record(MEMBER_METADATA, group_id, Some(member_id), value)?);
+    }
+    let value = group_epoch_value(core.group_epoch, core.metadata_hash);
+    out.push(record(GROUP_EPOCH, group_id, None, value)?);
+    let empty = Default::default();
+    for member_id in core.members.keys() {
+        let value = target_member_value(core.target.get(member_id).unwrap_or(&empty))?;
+        out.push(record(TARGET_MEMBER, group_id, Some(member_id), value)?);
+    }
+    let value = target_metadata_value(core.assignment_epoch, core.assignment_timestamp_ms);
+    out.push(record(TARGET_METADATA, group_id, None, value)?);
+    for (member_id, member) in &core.members {
+        let value = current_assignment_value(&member.assignment)?;
+        out.push(record(
+            CURRENT_ASSIGNMENT,
+            group_id,
+            Some(member_id),
+            value,
+        )?);
+    }
+    Ok(out)
+}

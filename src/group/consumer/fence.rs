@@ -4,14 +4,19 @@
 //! a member's session expires or it does not revoke its partitions within its rebalance timeout.
 //! Kafka's `consumerGroupLeave` and `consumerGroupFenceMembers`: the members go, their records
 //! are tombstoned and the group epoch moves on; when the last member goes, the assignment epoch
-//! moves with it, so an Empty group is not left "assigning" (KAFKA-20442).
+//! moves with it, so an Empty group is not left "assigning" (KAFKA-20442). When only
+//! classic-protocol members would be left, the group turns back into a classic group instead
+//! (`migrate.rs`), and the caller puts that in its place. Classic-protocol members have two
+//! timers of their own: one to rejoin after being told to, one to sync after their join.
 
 use kafka_protocol::ResponseError;
 
 use super::member::{MemberState, PartitionEpochs};
+use super::migrate::{self, Downgrade};
 use super::request::{Answer, GroupError, Heartbeat};
 use super::{commit, ConsumerGroup, Core};
 use crate::group::context::Ctx;
+use crate::group::state::ClassicGroup;
 use crate::group::topics::TopicImage;
 use crate::group::Inner;
 
@@ -22,7 +27,7 @@ pub(crate) fn leave(
     topics: &dyn TopicImage,
     h: &Heartbeat,
 ) -> Result<Answer, GroupError> {
-    let group = super::get_or_create(inner, ctx, &h.group_id, false)?;
+    let group = super::get_or_create(inner, ctx, topics, &h.group_id, false)?;
     let member_id = match &h.instance_id {
         None => {
             if !group.core.members.contains_key(&h.member_id) {
@@ -72,17 +77,42 @@ pub(crate) fn leave(
         return Ok(answer);
     }
     tracing::info!(group_id = %h.group_id, member_id, "member left the consumer group");
-    fence_members(group, ctx, topics, &[member_id])?;
+    if let Some(classic) = fence_members(group, ctx, topics, &[member_id])? {
+        inner.install_classic(classic);
+    }
     Ok(answer)
 }
 
-/// Removes `member_ids` from the group, with their records (Kafka's `consumerGroupFenceMembers`).
+/// Removes `member_ids` from the group, with their records (Kafka's `consumerGroupFenceMembers`);
+/// or, when only classic-protocol members would be left and the migration policy allows it,
+/// turns the group into the classic group returned, which the caller puts in its place.
 pub(crate) fn fence_members(
     group: &mut ConsumerGroup,
     ctx: &Ctx,
     topics: &dyn TopicImage,
     member_ids: &[String],
-) -> Result<(), GroupError> {
+) -> Result<Option<ClassicGroup>, GroupError> {
+    if member_ids.is_empty() {
+        return Ok(None);
+    }
+    if migrate::may_downgrade_without(group, ctx, member_ids) {
+        let before = group.core.clone();
+        let mut after = before.clone();
+        after.members.retain(|id, _| !member_ids.contains(id));
+        let reason = format!(
+            "Downgrade group {} from consumer to classic for member leaving.",
+            group.group_id
+        );
+        let downgrade = Downgrade {
+            group,
+            after: &after,
+            generation: before.group_epoch,
+            before_records: Vec::new(),
+            tombstoned: &before,
+            rebalance: Some(&reason),
+        };
+        return downgrade.run(ctx, topics).map(Some);
+    }
     let mut core: Core = group.core.clone();
     for member_id in member_ids {
         core.members.remove(member_id);
@@ -97,7 +127,60 @@ pub(crate) fn fence_members(
         core.assignment_timestamp_ms = 0;
     }
     tracing::info!(group_id = %group.group_id, ?member_ids, group_epoch = core.group_epoch, "removed members; bumped the group epoch");
-    commit(group, ctx, core)
+    commit(group, ctx, core).map(|()| None)
+}
+
+/// Restarts a member's session: a classic-protocol member's with its own session timeout.
+pub(crate) fn arm_session(group: &mut ConsumerGroup, ctx: &Ctx, member_id: &str) {
+    let Some(member) = group.core.members.get(member_id) else {
+        return;
+    };
+    let session_timeout_ms = match &member.metadata.classic {
+        Some(c) => c.session_timeout_ms,
+        None => ctx.consumer_session_timeout_ms(&group.group_id),
+    };
+    let deadline_ms = ctx.session_deadline(session_timeout_ms);
+    group.timers_mut(member_id).session_deadline_ms = deadline_ms;
+    group.arm(deadline_ms);
+}
+
+/// A classic-protocol member told to rejoin must do so within its rebalance timeout; a timer
+/// already running is left alone (Kafka's `scheduleConsumerGroupJoinTimeoutIfAbsent`).
+pub(crate) fn arm_join_if_absent(group: &mut ConsumerGroup, ctx: &Ctx, member_id: &str) {
+    let Some(member) = group.core.members.get(member_id) else {
+        return;
+    };
+    let deadline_ms = ctx.after(i64::from(member.metadata.rebalance_timeout_ms));
+    let timers = group.timers_mut(member_id);
+    if timers.join_deadline_ms == i64::MAX {
+        timers.join_deadline_ms = deadline_ms;
+        group.arm(deadline_ms);
+    }
+}
+
+/// After a classic-protocol member's JoinGroup: its join timer is off, its session restarts
+/// with `session_timeout_ms`, and it must send SyncGroup within `rebalance_timeout_ms`.
+pub(crate) fn after_classic_join(
+    group: &mut ConsumerGroup,
+    ctx: &Ctx,
+    member_id: &str,
+    session_timeout_ms: i32,
+    rebalance_timeout_ms: i32,
+) {
+    let session_ms = ctx.session_deadline(session_timeout_ms);
+    let sync_ms = ctx.after(i64::from(rebalance_timeout_ms));
+    let timers = group.timers_mut(member_id);
+    timers.join_deadline_ms = i64::MAX;
+    timers.session_deadline_ms = session_ms;
+    timers.sync_deadline_ms = sync_ms;
+    timers.rebalance_deadline_ms = i64::MAX;
+    group.arm(session_ms.min(sync_ms));
+}
+
+/// After a classic-protocol member's SyncGroup: its sync timer is off and its session restarts.
+pub(crate) fn after_classic_sync(group: &mut ConsumerGroup, ctx: &Ctx, member_id: &str) {
+    group.timers_mut(member_id).sync_deadline_ms = i64::MAX;
+    arm_session(group, ctx, member_id);
 }
 
 /// Re-arms a member's timers after a heartbeat: its session starts again, and a member that
@@ -129,8 +212,13 @@ pub(crate) fn after_step(group: &mut ConsumerGroup, ctx: &Ctx, member_id: &str, 
     group.arm(earliest);
 }
 
-/// Fences the members whose session or rebalance timeout is due.
-pub(crate) fn fire_timers(group: &mut ConsumerGroup, ctx: &Ctx, topics: &dyn TopicImage) {
+/// Fences the members whose session, rebalance, join or sync timeout is due. Returns the
+/// classic group the group turned into, if fencing downgraded it.
+pub(crate) fn fire_timers(
+    group: &mut ConsumerGroup,
+    ctx: &Ctx,
+    topics: &dyn TopicImage,
+) -> Option<ClassicGroup> {
     let now_ms = ctx.now_ms;
     let mut due = Vec::new();
     for (member_id, timers) in &group.timers {
@@ -145,22 +233,33 @@ pub(crate) fn fire_timers(group: &mut ConsumerGroup, ctx: &Ctx, topics: &dyn Top
                 member_id.clone(),
                 "it failed to revoke its partitions within its rebalance timeout",
             ));
-        } else if timers.classic_deadline_ms <= now_ms {
+        } else if timers.join_deadline_ms <= now_ms {
             due.push((
                 member_id.clone(),
-                "the classic member failed to join or sync within its rebalance timeout",
+                "the classic member failed to join within the rebalance timeout",
+            ));
+        } else if timers.sync_deadline_ms <= now_ms {
+            due.push((
+                member_id.clone(),
+                "the member failed to sync within timeout",
             ));
         }
     }
     for (member_id, reason) in due {
         tracing::info!(group_id = %group.group_id, member_id, reason, "member fenced from the group");
-        if let Err(e) = fence_members(group, ctx, topics, std::slice::from_ref(&member_id)) {
-            // The member stays; its timer fires again on the next tick.
-            tracing::warn!(group_id = %group.group_id, member_id, error = ?e.error, "cannot store that a member was fenced");
-            let retry_ms = ctx.after(1_000);
-            let timers = group.timers_mut(&member_id);
-            timers.session_deadline_ms = timers.session_deadline_ms.max(retry_ms);
-            group.arm(retry_ms);
+        match fence_members(group, ctx, topics, std::slice::from_ref(&member_id)) {
+            Ok(Some(classic)) => return Some(classic),
+            Ok(None) => {}
+            Err(e) => {
+                // The member stays; its timer fires again on the next tick.
+                tracing::warn!(group_id = %group.group_id, member_id, error = ?e.error, "cannot store that a member was fenced");
+                let retry_ms = ctx.after(1_000);
+                let timers = group.timers_mut(&member_id);
+                timers.session_deadline_ms = timers.session_deadline_ms.max(retry_ms);
+                timers.join_deadline_ms = timers.join_deadline_ms.max(retry_ms);
+                timers.sync_deadline_ms = timers.sync_deadline_ms.max(retry_ms);
+                group.arm(retry_ms);
+            }
         }
     }
     // Disarmed rebalance timers of members that moved on.
@@ -175,4 +274,5 @@ pub(crate) fn fire_timers(group: &mut ConsumerGroup, ctx: &Ctx, topics: &dyn Top
         }
     }
     group.wakeup_ms = group.next_deadline_ms();
+    None
 }

@@ -97,13 +97,13 @@ impl GroupCoordinator {
                 _ => heartbeat(&mut inner, &ctx, topics, h),
             };
             // A group created for a join that failed does not exist (Kafka adds a group only
-            // when its records are replayed).
+            // when its records are replayed), and a classic group whose upgrade failed stays.
             let unused = |g: &ConsumerGroup| g.core.members.is_empty() && g.offsets.is_empty();
-            if answer.is_err()
-                && !existed
-                && inner.consumer_groups.get(&group_id).is_some_and(unused)
-            {
-                inner.consumer_groups.remove(&group_id);
+            if answer.is_err() {
+                super::migrate::restore_failed_upgrade(&mut inner, &group_id);
+                if !existed && inner.consumer_groups.get(&group_id).is_some_and(unused) {
+                    inner.consumer_groups.remove(&group_id);
+                }
             }
             inner.reschedule_if_earlier(&self.timers_changed);
             answer
@@ -144,15 +144,15 @@ fn heartbeat(
     mut h: Heartbeat,
 ) -> Result<Answer, GroupError> {
     let joining = h.member_epoch == 0;
-    let group = super::get_or_create(inner, ctx, &h.group_id, joining)?;
-    check_group_size(group, ctx, &h)?;
+    let group = super::get_or_create(inner, ctx, topics, &h.group_id, joining)?;
+    check_group_size(group, ctx, &h.member_id, h.instance_id.as_deref())?;
     if h.member_id.is_empty() {
         h.member_id = Uuid::new_v4().to_string();
     }
     let mut core = group.core.clone();
     let old = match &h.instance_id {
         None => dynamic_member(&core, &h, joining)?,
-        Some(instance_id) => static_member(&mut core, &h, instance_id, joining)?,
+        Some(instance_id) => static_member(&mut core, &h, instance_id, joining, false)?,
     };
     let mut updated = old.clone();
     apply_request(&mut updated, &h);
@@ -180,10 +180,11 @@ fn heartbeat(
     let answer = Answer {
         member_id: member_id.clone(),
         member_epoch: member.epoch(),
-        heartbeat_interval_ms: ctx.config.consumer_heartbeat_interval_ms,
+        heartbeat_interval_ms: ctx.consumer_heartbeat_interval_ms(&h.group_id),
         assignment: (joining || h.is_full() || changed).then(|| owned_list(&member)),
     };
     let uses_classic = member.uses_classic_protocol();
+    tracing::debug!(group_id = %h.group_id, member_id, epoch = answer.member_epoch, owned = ?h.owned, assigned = ?answer.assignment, "consumer group heartbeat");
     super::commit(group, ctx, core)?;
     fence::after_step(group, ctx, &member_id, uses_classic);
     inner.note_consumer_wakeup(&h.group_id);
@@ -200,13 +201,15 @@ fn owned_list(member: &ConsumerMember) -> Vec<(Uuid, Vec<i32>)> {
 }
 
 /// Kafka's `throwIfConsumerGroupIsFull`.
-fn check_group_size(group: &ConsumerGroup, ctx: &Ctx, h: &Heartbeat) -> Result<(), GroupError> {
+pub(crate) fn check_group_size(
+    group: &ConsumerGroup,
+    ctx: &Ctx,
+    member_id: &str,
+    instance_id: Option<&str>,
+) -> Result<(), GroupError> {
     let max = ctx.config.consumer_max_size;
-    let known_instance = h
-        .instance_id
-        .as_deref()
-        .is_some_and(|i| group.core.static_member_id(i).is_some());
-    let known_member = !h.member_id.is_empty() && group.core.members.contains_key(&h.member_id);
+    let known_instance = instance_id.is_some_and(|i| group.core.static_member_id(i).is_some());
+    let known_member = !member_id.is_empty() && group.core.members.contains_key(member_id);
     if !known_instance && group.core.members.len() >= max && !known_member {
         return Err(GroupError::new(
             ResponseError::GroupMaxSizeReached,
@@ -239,12 +242,14 @@ fn dynamic_member(core: &Core, h: &Heartbeat, joining: bool) -> Result<ConsumerM
 
 /// Kafka's `getOrMaybeSubscribeStaticConsumerGroupMember`: a static member that rejoins takes
 /// over its instance's place (and assignment) under its new member id, if the old one has left
-/// (epoch -2); otherwise the instance id is still in use.
-fn static_member(
+/// (epoch -2) or either of them speaks the classic protocol; otherwise the instance id is
+/// still in use. A member of the classic protocol (`classic`) has no epoch to check.
+pub(crate) fn static_member(
     core: &mut Core,
     h: &Heartbeat,
     instance_id: &str,
     joining: bool,
+    classic: bool,
 ) -> Result<ConsumerMember, GroupError> {
     let existing = core.static_member_id(instance_id).map(str::to_string);
     if !joining {
@@ -258,7 +263,9 @@ fn static_member(
             return Err(fenced_instance(h, instance_id, &existing));
         }
         let member = core.members[&existing].clone();
-        check_epoch(&member, h)?;
+        if !classic {
+            check_epoch(&member, h)?;
+        }
         return Ok(member);
     }
     let Some(existing) = existing else {
@@ -266,7 +273,7 @@ fn static_member(
         return Ok(ConsumerMember::new(&h.member_id));
     };
     let old = core.members[&existing].clone();
-    if !old.uses_classic_protocol() && old.epoch() != -2 {
+    if !classic && !old.uses_classic_protocol() && old.epoch() != -2 {
         return Err(GroupError::new(
             ResponseError::UnreleasedInstanceId,
             format!("Static member {} with instance id {instance_id} cannot join the group because the instance id is owned by {existing} member.", h.member_id),

@@ -16,7 +16,10 @@
 //! leaving, fencing and the session and rebalance timers; `regex.rs` regular-expression
 //! subscriptions; `records.rs` the `__consumer_offsets` records, `changes.rs` the records of a
 //! change, `replay.rs` their replay at start-up; `describe.rs` ConsumerGroupDescribe and the consumer-group side of ListGroups and
-//! DescribeGroups; `offsets.rs` the member-epoch checks on committed offsets.
+//! DescribeGroups; `offsets.rs` the member-epoch checks on committed offsets; `classic.rs`
+//! members of the classic protocol inside a consumer group, `embedded.rs` the consumer protocol
+//! embedded in their JoinGroup and SyncGroup, `migrate.rs` the online upgrade of a classic
+//! group and the downgrade back.
 //!
 //! A change is computed on a copy of the group's state (`Core`); the records that describe it
 //! are derived by comparing the copy with the original (`records::diff`), appended to the
@@ -25,10 +28,13 @@
 
 pub(crate) mod assignor;
 pub(crate) mod changes;
+pub(crate) mod classic;
 pub(crate) mod describe;
+pub(crate) mod embedded;
 pub(crate) mod fence;
 pub(crate) mod heartbeat;
 pub(crate) mod member;
+pub(crate) mod migrate;
 pub(crate) mod offsets;
 pub(crate) mod reconcile;
 pub(crate) mod records;
@@ -102,9 +108,10 @@ pub(crate) struct MemberTimers {
     /// revocation.
     pub rebalance_deadline_ms: i64,
     pub rebalance_epoch: i32,
-    /// A classic-protocol member must send JoinGroup (after being told to rejoin) or SyncGroup
-    /// (after its join was answered) by then.
-    pub classic_deadline_ms: i64,
+    /// A classic-protocol member told to rejoin must send JoinGroup by then.
+    pub join_deadline_ms: i64,
+    /// A classic-protocol member whose JoinGroup was answered must send SyncGroup by then.
+    pub sync_deadline_ms: i64,
 }
 
 impl Default for MemberTimers {
@@ -113,7 +120,8 @@ impl Default for MemberTimers {
             session_deadline_ms: i64::MAX,
             rebalance_deadline_ms: i64::MAX,
             rebalance_epoch: -1,
-            classic_deadline_ms: i64::MAX,
+            join_deadline_ms: i64::MAX,
+            sync_deadline_ms: i64::MAX,
         }
     }
 }
@@ -122,7 +130,8 @@ impl MemberTimers {
     fn earliest_ms(&self) -> i64 {
         self.session_deadline_ms
             .min(self.rebalance_deadline_ms)
-            .min(self.classic_deadline_ms)
+            .min(self.join_deadline_ms)
+            .min(self.sync_deadline_ms)
     }
 }
 
@@ -136,6 +145,9 @@ pub(crate) struct ConsumerGroup {
     /// A pre-4.1 subscription-metadata record exists for this group; the next group-epoch
     /// update tombstones it, as Kafka does.
     pub has_partition_metadata_record: bool,
+    /// Set while the group is a classic group just upgraded whose records are not stored yet
+    /// (`migrate.rs`).
+    pub pending_upgrade: Option<Box<migrate::PendingUpgrade>>,
 }
 
 impl ConsumerGroup {
@@ -153,6 +165,7 @@ impl ConsumerGroup {
             timers: HashMap::new(),
             wakeup_ms: i64::MAX,
             has_partition_metadata_record: false,
+            pending_upgrade: None,
         }
     }
 
@@ -277,10 +290,13 @@ impl Core {
 }
 
 /// Kafka's `getOrMaybeCreateConsumerGroup`: the consumer group of that id; a join may create it,
-/// replacing an Empty classic group of the same id (whose committed offsets it keeps).
+/// replacing an Empty classic group of the same id (whose committed offsets it keeps), or
+/// upgrading a classic group with members online (`migrate.rs`; its records then go with the
+/// join's).
 pub(crate) fn get_or_create<'a>(
     inner: &'a mut super::Inner,
     ctx: &super::context::Ctx,
+    topics: &dyn super::topics::TopicImage,
     group_id: &str,
     create: bool,
 ) -> Result<&'a mut ConsumerGroup, request::GroupError> {
@@ -293,9 +309,7 @@ pub(crate) fn get_or_create<'a>(
                 return Err(not_found(format!("Consumer group {group_id} not found.")));
             }
             None => {}
-            Some(classic)
-                if create && classic.members.is_empty() && classic.pending_members.is_empty() =>
-            {
+            Some(classic) if create && classic.members.is_empty() => {
                 // An Empty classic group gives way: its metadata is tombstoned, its offsets stay.
                 let key = super::records::encode_group_metadata_key(group_id)
                     .map_err(|e| request::GroupError::new(ResponseError::UnknownServerError, e))?;
@@ -309,7 +323,12 @@ pub(crate) fn get_or_create<'a>(
                 let mut group = ConsumerGroup::new(group_id);
                 group.offsets = offsets;
                 inner.consumer_groups.insert(group_id.to_string(), group);
+                tracing::info!(
+                    group_id,
+                    "converted the empty classic group to a consumer group"
+                );
             }
+            Some(_) if create => migrate::upgrade(inner, ctx, topics, group_id)?,
             Some(_) => {
                 return Err(not_found(format!(
                     "Group {group_id} is not a consumer group."
@@ -344,9 +363,18 @@ pub(crate) fn commit(
         group.has_partition_metadata_record,
     )
     .map_err(|e| request::GroupError::new(ResponseError::UnknownServerError, e))?;
+    let upgraded = group.pending_upgrade.is_some();
+    let records = match &group.pending_upgrade {
+        Some(pending) => pending.records.iter().cloned().chain(records).collect(),
+        None => records,
+    };
     if !records.is_empty() {
         super::context::append(ctx.store, &group.group_id, records)
             .map_err(request::GroupError::bare)?;
+    }
+    if upgraded {
+        group.pending_upgrade = None;
+        tracing::info!(group_id = %group.group_id, "converted the classic group to a consumer group");
     }
     if core.group_epoch != group.core.group_epoch {
         group.has_partition_metadata_record = false;
@@ -361,6 +389,13 @@ pub(crate) fn commit(
         group.timers.remove(&member_id);
     }
     group.core = core;
+    if upgraded {
+        // The converted members' sessions start now, each with its classic session timeout.
+        let members: Vec<String> = group.core.members.keys().cloned().collect();
+        for member_id in members {
+            fence::arm_session(group, ctx, &member_id);
+        }
+    }
     Ok(())
 }
 

@@ -60,7 +60,7 @@ const FORBIDDEN_EDGES: &[Forbidden] = &[
 const LAYERS: &[&[&str]] = &[
     &["alloc_guard", "time"],
     &["config", "disk", "record_batch"],
-    &["group", "log", "producer", "protocol", "quota"],
+    &["group", "log", "producer", "protocol", "quota", "security"],
     &["storage"],
     &["api"],
     &["network"],

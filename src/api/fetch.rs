@@ -40,7 +40,7 @@ pub async fn handle(
     request: FetchRequest,
     correlation_id: i32,
     version: i16,
-    client_id: &str,
+    client_id: crate::quota::QuotaClient<'_>,
 ) -> Outcome {
     let started = Instant::now();
     let mut parked = Duration::ZERO;
@@ -97,7 +97,7 @@ fn charge(
     read: Read,
     correlation_id: i32,
     version: i16,
-    client_id: &str,
+    client_id: crate::quota::QuotaClient<'_>,
     busy: Duration,
 ) -> Outcome {
     let response = FetchResponse::default().with_responses(read.responses);

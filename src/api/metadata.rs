@@ -11,7 +11,7 @@ use kafka_protocol::ResponseError;
 use uuid::Uuid;
 
 use super::errors::{code, topic_error_code};
-use super::Broker;
+use super::{Broker, Session};
 use crate::storage::consumer_offsets::CONSUMER_OFFSETS_TOPIC;
 use crate::storage::{validate_topic_name, Topic, TopicConfigs, TopicError};
 
@@ -19,15 +19,25 @@ use crate::storage::{validate_topic_name, Topic, TopicConfigs, TopicError};
 const ALL_TOPIC_OPERATIONS: i32 =
     (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
 
-pub fn handle(broker: &Broker, request: MetadataRequest, version: i16) -> MetadataResponse {
+pub fn handle(
+    broker: &Broker,
+    session: &Session,
+    request: MetadataRequest,
+    version: i16,
+) -> MetadataResponse {
     let config = &broker.config;
     let node = BrokerId(config.node_id);
     let brokers = vec![MetadataResponseBroker::default()
         .with_node_id(node)
         .with_host(StrBytes::from_string(
-            config.advertised_listener.host.clone(),
+            broker.config.listeners[session.listener]
+                .advertised
+                .host
+                .clone(),
         ))
-        .with_port(i32::from(config.advertised_listener.port))];
+        .with_port(i32::from(
+            broker.config.listeners[session.listener].advertised.port,
+        ))];
     // Before v4 every request may auto-create; from v4 the client says.
     let allow_create =
         config.auto_create_topics_enable && (version < 4 || request.allow_auto_topic_creation);

@@ -24,8 +24,12 @@ mod init_producer_id;
 mod list_offsets;
 mod metadata;
 mod produce;
+pub mod sasl;
+mod session;
 mod throttle;
 mod transactions_admin;
+
+pub use session::Session;
 
 use std::sync::Arc;
 
@@ -38,6 +42,7 @@ use crate::config::Config;
 use crate::group::GroupCoordinator;
 use crate::protocol::{DecodedRequest, ResponseFrame};
 use crate::quota::QuotaManager;
+use crate::security::Security;
 use crate::storage::LogManager;
 use crate::time::Clock;
 
@@ -53,6 +58,8 @@ pub struct Broker {
     /// Byte permits for requests read but not yet answered (`queued.max.request.bytes`), shared
     /// by every connection; None when unbounded.
     pub request_memory: Option<Arc<Semaphore>>,
+    /// Listeners' TLS and SASL settings, the SCRAM credentials and the authorizer.
+    pub security: Arc<Security>,
 }
 
 /// What the connection does after a request.
@@ -66,6 +73,12 @@ pub enum Outcome {
     NoResponse,
     /// Close the connection, as Kafka does (e.g. a failed acks=0 produce).
     Close(String),
+    /// Write this response, wait `delay`, then close (a failed authentication).
+    RespondAndClose {
+        response: Bytes,
+        delay: std::time::Duration,
+        reason: String,
+    },
     /// A quota was violated: write the response, if any (an acks=0 produce has none), then mute
     /// the connection for `throttle_ms`: neither read nor process its requests (KIP-219).
     Throttle {
@@ -99,8 +112,9 @@ fn throttled_body(response: impl Into<ResponseKind>, throttle_ms: i32) -> Reply 
     }
 }
 
-/// Handles one request of `request_bytes` (header and body) from the client at `peer`;
-/// responses of different requests are ordered by the caller.
+/// Handles one request of `request_bytes` (header and body) on the connection of `session`;
+/// responses of different requests are ordered by the caller. On a SASL listener the SASL
+/// state machine (`sasl::gate`) sees the request first.
 ///
 /// Every request's handler thread time is charged to the client's `request_percentage`.
 /// Produce and Fetch charge it themselves, with their byte rates. Every other response gets
@@ -108,10 +122,13 @@ fn throttled_body(response: impl Into<ResponseKind>, throttle_ms: i32) -> Reply 
 /// once; then the connection is muted for that long (KIP-219).
 pub async fn handle(
     broker: &Broker,
-    request: DecodedRequest,
-    peer: &str,
+    session: &mut Session,
+    mut request: DecodedRequest,
     request_bytes: usize,
 ) -> Outcome {
+    if let Some(outcome) = sasl::gate(broker, session, &mut request) {
+        return outcome;
+    }
     let client_id = request
         .header
         .client_id
@@ -121,7 +138,8 @@ pub async fn handle(
     let correlation_id = request.header.correlation_id;
     let version = request.header.request_api_version;
     let is_data_path = matches!(request.api_key, ApiKey::Produce | ApiKey::Fetch);
-    let dispatched = dispatch(broker, request, peer, &client_id, request_bytes);
+    let session = &*session;
+    let dispatched = dispatch(broker, request, session, &client_id, request_bytes);
     // Produce and Fetch measure their own time, without the time they sit parked.
     let (reply, busy) = if is_data_path {
         (dispatched.await, std::time::Duration::ZERO)
@@ -134,10 +152,11 @@ pub async fn handle(
             mut body,
             throttle_ms,
         } => {
-            let request_throttle_ms =
-                broker
-                    .quotas
-                    .record_request_time(&client_id, busy, broker.clock.now_ms());
+            let request_throttle_ms = broker.quotas.record_request_time(
+                session.quota_client(&client_id),
+                busy,
+                broker.clock.now_ms(),
+            );
             let throttle_ms = throttle_ms.max(request_throttle_ms);
             throttle::set_throttle_time_ms(&mut body, throttle_ms);
             let outcome =
@@ -159,34 +178,39 @@ pub async fn handle(
 async fn dispatch(
     broker: &Broker,
     request: DecodedRequest,
-    peer: &str,
+    session: &Session,
     client_id: &str,
     request_bytes: usize,
 ) -> Reply {
+    let quota_client = session.quota_client(client_id);
     let correlation_id = request.header.correlation_id;
     let version = request.header.request_api_version;
     let groups = &broker.groups;
     match request.body {
         RequestKind::ApiVersions(r) => body(api_versions::handle(&r, version)),
-        RequestKind::Metadata(r) => body(metadata::handle(broker, r, version)),
+        RequestKind::Metadata(r) => body(metadata::handle(broker, session, r, version)),
         RequestKind::Produce(r) => {
             let client = produce::Client {
-                id: client_id,
+                quota: quota_client,
                 request_bytes,
             };
             Reply::Finished(produce::handle(broker, r, correlation_id, version, client).await)
         }
         RequestKind::Fetch(r) => {
-            Reply::Finished(fetch::handle(broker, r, correlation_id, version, client_id).await)
+            Reply::Finished(fetch::handle(broker, r, correlation_id, version, quota_client).await)
         }
         RequestKind::ListOffsets(r) => body(list_offsets::handle(broker, r, version)),
         RequestKind::InitProducerId(r) => body(init_producer_id::handle(broker, r)),
         RequestKind::CreateTopics(r) => {
-            let quota = broker.quotas.controller_mutation(client_id, version >= 6);
+            let quota = broker
+                .quotas
+                .controller_mutation(quota_client, version >= 6);
             create_topics::handle(broker, r, version, quota)
         }
         RequestKind::DeleteTopics(r) => {
-            let quota = broker.quotas.controller_mutation(client_id, version >= 5);
+            let quota = broker
+                .quotas
+                .controller_mutation(quota_client, version >= 5);
             delete_topics::handle(broker, r, version, quota)
         }
         RequestKind::DescribeConfigs(r) => body(describe_configs::handle(broker, r, version)),
@@ -195,16 +219,22 @@ async fn dispatch(
             body(alter_configs::handle_incremental(broker, r))
         }
         RequestKind::CreatePartitions(r) => {
-            let quota = broker.quotas.controller_mutation(client_id, version >= 3);
+            let quota = broker
+                .quotas
+                .controller_mutation(quota_client, version >= 3);
             create_partitions::handle(broker, r, quota)
         }
-        RequestKind::DescribeCluster(r) => body(describe_cluster::handle(broker, r, version)),
+        RequestKind::DescribeCluster(r) => {
+            body(describe_cluster::handle(broker, session, r, version))
+        }
         RequestKind::DeleteRecords(r) => body(delete_records::handle(broker, r)),
         RequestKind::DescribeLogDirs(r) => body(describe_log_dirs::handle(broker, r, version)),
-        RequestKind::FindCoordinator(r) => body(find_coordinator::handle(broker, r, version)),
+        RequestKind::FindCoordinator(r) => {
+            body(find_coordinator::handle(broker, session, r, version))
+        }
         RequestKind::JoinGroup(r) => {
             // Kafka reports a member's host as "/<address>".
-            let host = format!("/{}", peer.rsplit_once(':').map(|(h, _)| h).unwrap_or(peer));
+            let host = format!("/{}", session.peer.ip());
             body(groups.join_group(r, version, client_id, &host).await)
         }
         RequestKind::SyncGroup(r) => body(groups.sync_group(r, version).await),
@@ -224,7 +254,10 @@ async fn dispatch(
         RequestKind::DescribeClientQuotas(r) => body(describe_client_quotas::handle(broker, r)),
         RequestKind::AlterClientQuotas(r) => body(alter_client_quotas::handle(broker, r)),
         RequestKind::DescribeUserScramCredentials(r) => {
-            body(describe_user_scram_credentials::handle(r))
+            body(describe_user_scram_credentials::handle(broker, r))
+        }
+        RequestKind::AlterUserScramCredentials(r) => {
+            body(describe_user_scram_credentials::alter(broker, r))
         }
         RequestKind::DescribeTopicPartitions(r) => {
             body(describe_topic_partitions::handle(broker, r))
@@ -238,6 +271,8 @@ async fn dispatch(
         RequestKind::DescribeProducers(r) => {
             body(transactions_admin::describe_producers(broker, r))
         }
+        RequestKind::SaslHandshake(r) => body(sasl::handshake_after_authentication(r)),
+        RequestKind::SaslAuthenticate(r) => body(sasl::authenticate_after_authentication(r)),
         other => Reply::Finished(Outcome::Close(format!("no handler for {other:?}"))),
     }
 }
@@ -258,7 +293,11 @@ fn respond_throttled<R: Encodable + HeaderVersion>(
     }
 }
 
-fn respond<R: Encodable + HeaderVersion>(correlation_id: i32, version: i16, body: &R) -> Outcome {
+pub(crate) fn respond<R: Encodable + HeaderVersion>(
+    correlation_id: i32,
+    version: i16,
+    body: &R,
+) -> Outcome {
     match crate::protocol::encode_response(correlation_id, version, body) {
         Ok(frame) => Outcome::Respond(frame),
         Err(e) => encoding_failed(correlation_id, version, e),

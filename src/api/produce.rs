@@ -23,7 +23,7 @@ use crate::storage::{Partition, PartitionError, Topic};
 
 /// Who sent the request, for quotas.
 pub struct Client<'a> {
-    pub id: &'a str,
+    pub quota: crate::quota::QuotaClient<'a>,
     /// The request's header and body.
     pub request_bytes: usize,
 }
@@ -92,7 +92,7 @@ pub async fn handle(
     let quotas = &broker.quotas;
     let charged_at_ms = broker.clock.now_ms();
     let bandwidth_throttle_ms =
-        quotas.record_produce(client.id, client.request_bytes, charged_at_ms);
+        quotas.record_produce(client.quota, client.request_bytes, charged_at_ms);
     if acks == 0 {
         // acks=0 is exempt from the request quota, not from the byte rate.
         return match (any_error, bandwidth_throttle_ms) {
@@ -105,7 +105,7 @@ pub async fn handle(
         };
     }
     let request_throttle_ms =
-        quotas.record_request_time(client.id, started.elapsed(), charged_at_ms);
+        quotas.record_request_time(client.quota, started.elapsed(), charged_at_ms);
     let throttle_ms = bandwidth_throttle_ms.max(request_throttle_ms);
     let response = ProduceResponse::default()
         .with_responses(responses)

@@ -15,6 +15,8 @@
 //! To add a broker setting, see `broker.rs`; a topic setting, `topic.rs`.
 
 pub mod broker;
+pub mod listeners;
+mod properties;
 pub mod topic;
 
 use std::collections::BTreeMap;
@@ -22,6 +24,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use topic::TopicValues;
+
+pub use listeners::{Listener, SecurityProtocol};
+pub use properties::parse_properties;
 
 /// Where the broker listens and what it tells clients to connect to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,8 +45,8 @@ impl fmt::Display for Endpoint {
 #[derive(Clone, Debug)]
 pub struct Config {
     pub node_id: i32,
-    pub listener: Endpoint,
-    pub advertised_listener: Endpoint,
+    /// Every listener served, in `listeners` order (controller listeners left out).
+    pub listeners: Vec<Listener>,
     pub log_dir: PathBuf,
     pub num_partitions: i32,
     pub default_replication_factor: i16,
@@ -117,9 +122,9 @@ impl std::error::Error for ConfigError {}
 impl Config {
     /// Reads a Java properties file (as Kafka's `server.properties`) into key/value pairs.
     pub fn read_properties(path: &Path) -> Result<Vec<(String, String)>, ConfigError> {
-        let text = std::fs::read_to_string(path)
+        let bytes = std::fs::read(path)
             .map_err(|e| ConfigError(format!("cannot read {}: {e}", path.display())))?;
-        Ok(parse_properties(&text))
+        Ok(parse_properties(&properties::decode_latin1(&bytes)))
     }
 
     /// Builds the configuration from properties applied in key order over the table's defaults.
@@ -145,9 +150,15 @@ impl Config {
                     key,
                     "ignoring Kafka setting that a single sluice broker does not use"
                 ),
+                // A listener's own value of a known key: read through `listener_value`.
+                None if listeners::prefixed_base_key(key).is_some_and(is_listener_key) => {}
                 None => tracing::warn!(key, "ignoring unknown setting"),
             }
         }
+        let default_listeners = broker::find("listeners")
+            .and_then(|s| s.default())
+            .unwrap_or_default();
+        config.listeners = listeners::resolve(&map, default_listeners)?;
         if config.queued_max_request_bytes > 0
             && (config.queued_max_request_bytes as u64) < config.socket_request_max_bytes as u64
         {
@@ -156,25 +167,14 @@ impl Config {
                 "queued.max.request.bytes must be at least socket.request.max.bytes".into(),
             ));
         }
-        if !map.contains_key("advertised.listeners") {
-            config.advertised_listener = config.listener.clone();
-            if config.advertised_listener.host == "0.0.0.0" {
-                config.advertised_listener.host = "127.0.0.1".into();
-            }
-        }
         Ok(config)
     }
 
     /// Every field empty, before the table's defaults are applied.
     fn unset() -> Config {
-        let nowhere = Endpoint {
-            host: String::new(),
-            port: 0,
-        };
         Config {
             node_id: 0,
-            listener: nowhere.clone(),
-            advertised_listener: nowhere,
+            listeners: Vec::new(),
             log_dir: PathBuf::new(),
             num_partitions: 0,
             default_replication_factor: 0,
@@ -230,22 +230,40 @@ impl Config {
         static NO_OVERRIDES: BTreeMap<String, String> = BTreeMap::new();
         TopicValues::new(&NO_OVERRIDES, &self.properties)
     }
+
+    /// `key` for one listener: `listener.name.<listener>.<key>` if set, else `key`.
+    pub fn listener_value(&self, listener: &str, key: &str) -> Option<&str> {
+        let prefixed = format!("listener.name.{}.{key}", listener.to_ascii_lowercase());
+        self.properties
+            .get(&prefixed)
+            .or_else(|| self.properties.get(key))
+            .map(String::as_str)
+    }
+
+    /// `key` for one SASL mechanism of one listener: `listener.name.<l>.<mechanism>.<key>`,
+    /// then the listener's value, then `key` (Kafka's `ConfigurationUtils` order).
+    pub fn mechanism_value(&self, listener: &str, mechanism: &str, key: &str) -> Option<&str> {
+        self.mechanism_only_value(listener, mechanism, key)
+            .or_else(|| self.listener_value(listener, key))
+    }
+
+    /// `listener.name.<l>.<mechanism>.<key>` alone: Kafka reads `sasl.jaas.config` and the
+    /// server callback handler only in this form.
+    pub fn mechanism_only_value(&self, listener: &str, mechanism: &str, key: &str) -> Option<&str> {
+        let prefixed = format!(
+            "listener.name.{}.{}.{key}",
+            listener.to_ascii_lowercase(),
+            mechanism.to_ascii_lowercase()
+        );
+        self.properties.get(&prefixed).map(String::as_str)
+    }
 }
 
-/// Java properties: `key=value` or `key: value`, `#` and `!` comments, blank lines skipped.
-/// Line continuations and escapes are not supported; Kafka's own files do not use them.
-pub fn parse_properties(text: &str) -> Vec<(String, String)> {
-    text.lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#') && !line.starts_with('!'))
-        .filter_map(|line| {
-            let split = line.find(['=', ':'])?;
-            Some((
-                line[..split].trim().to_string(),
-                line[split + 1..].trim().to_string(),
-            ))
-        })
-        .collect()
+/// Whether a listener-prefixed key's rest (`<key>` or `<mechanism>.<key>`) names a key sluice
+/// reads per listener.
+fn is_listener_key(rest: &str) -> bool {
+    let known = |k: &str| broker::find(k).is_some_and(|s| s.is_used());
+    known(rest) || rest.split_once('.').is_some_and(|(_, k)| known(k))
 }
 
 fn parse<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, ConfigError> {
@@ -284,34 +302,6 @@ fn parse_bool(key: &str, value: &str) -> Result<bool, ConfigError> {
     }
 }
 
-/// `PLAINTEXT://host:port[,NAME://host:port...]`: sluice serves the first PLAINTEXT listener
-/// (or the first listener when none is named PLAINTEXT).
-fn parse_listener(key: &str, value: &str) -> Result<Endpoint, ConfigError> {
-    let listeners: Vec<&str> = value
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect();
-    let chosen = listeners
-        .iter()
-        .find(|l| l.starts_with("PLAINTEXT://"))
-        .or(listeners.first())
-        .ok_or_else(|| ConfigError(format!("{key}: no listener in '{value}'")))?;
-    let (_, address) = chosen
-        .split_once("://")
-        .ok_or_else(|| ConfigError(format!("{key}: expected NAME://host:port, got '{chosen}'")))?;
-    let (host, port) = address
-        .rsplit_once(':')
-        .ok_or_else(|| ConfigError(format!("{key}: missing port in '{chosen}'")))?;
-    let port: u16 = parse(key, port)?;
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let host = if host.is_empty() { "0.0.0.0" } else { host };
-    Ok(Endpoint {
-        host: host.to_string(),
-        port,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,13 +316,15 @@ mod tests {
     #[test]
     fn defaults_are_kafkas_with_embedded_listener() {
         let c = Config::from_pairs(&[]).unwrap();
+        assert_eq!(c.listeners.len(), 1);
         assert_eq!(
-            c.listener,
+            c.listeners[0].bind,
             Endpoint {
                 host: "127.0.0.1".into(),
                 port: 9092
             }
         );
+        assert_eq!(c.listeners[0].protocol, SecurityProtocol::Plaintext);
         assert_eq!(c.topic_values().i64("segment.bytes"), 1_073_741_824);
         assert_eq!(c.topic_values().i64("max.message.bytes"), 1_048_588);
         assert_eq!(c.log_dir, PathBuf::from("./data"));
@@ -342,14 +334,20 @@ mod tests {
     fn reads_kafka_keys_and_advertises_listener() {
         let c = Config::from_pairs(&pairs(&[
             ("listeners", "PLAINTEXT://:19092,CONTROLLER://:19093"),
+            ("controller.listener.names", "CONTROLLER"),
             ("log.roll.hours", "2"),
             ("log.dirs", "/tmp/a,/tmp/b"),
             ("process.roles", "broker,controller"),
         ]))
         .unwrap();
-        assert_eq!(c.listener.port, 19092);
-        assert_eq!(c.listener.host, "0.0.0.0");
-        assert_eq!(c.advertised_listener.host, "127.0.0.1");
+        assert_eq!(
+            c.listeners.len(),
+            1,
+            "the controller listener is not served"
+        );
+        assert_eq!(c.listeners[0].bind.port, 19092);
+        assert_eq!(c.listeners[0].bind.host, "0.0.0.0");
+        assert_eq!(c.listeners[0].advertised.host, "127.0.0.1");
         assert_eq!(c.topic_values().i64("segment.ms"), 7_200_000);
         assert_eq!(c.log_dir, PathBuf::from("/tmp/a"));
     }
@@ -360,6 +358,66 @@ mod tests {
         assert!(err.0.contains("log.segment.bytes"), "{err}");
         let err = Config::from_pairs(&pairs(&[("auto.create.topics.enable", "yes")])).unwrap_err();
         assert!(err.0.contains("auto.create.topics.enable"), "{err}");
+    }
+
+    #[test]
+    fn several_listeners_with_protocols_advertised_by_name() {
+        let c = Config::from_pairs(&pairs(&[
+            (
+                "listeners",
+                "INTERNAL://127.0.0.1:0,sasl_ssl://0.0.0.0:9094,SSL://:9093",
+            ),
+            (
+                "advertised.listeners",
+                "SASL_SSL://broker.example:19094,INTERNAL://127.0.0.1:0",
+            ),
+            (
+                "listener.security.protocol.map",
+                "INTERNAL:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL",
+            ),
+            ("inter.broker.listener.name", "INTERNAL"),
+            ("listener.name.sasl_ssl.ssl.client.auth", "required"),
+            ("ssl.client.auth", "requested"),
+            (
+                "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config",
+                "x required;",
+            ),
+        ]))
+        .unwrap();
+        let names: Vec<_> = c.listeners.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["INTERNAL", "SASL_SSL", "SSL"]);
+        assert_eq!(c.listeners[0].protocol, SecurityProtocol::SaslPlaintext);
+        assert_eq!(c.listeners[1].advertised.host, "broker.example");
+        assert_eq!(c.listeners[2].advertised.host, "127.0.0.1");
+        assert_eq!(c.listeners[2].bind.host, "0.0.0.0");
+        assert_eq!(
+            c.listener_value("SASL_SSL", "ssl.client.auth"),
+            Some("required")
+        );
+        assert_eq!(
+            c.listener_value("SSL", "ssl.client.auth"),
+            Some("requested")
+        );
+        assert_eq!(
+            c.mechanism_only_value("SASL_SSL", "SCRAM-SHA-256", "sasl.jaas.config"),
+            Some("x required;")
+        );
+        assert_eq!(
+            c.mechanism_value("SASL_SSL", "PLAIN", "ssl.client.auth"),
+            Some("required")
+        );
+        for bad in [
+            vec![("listeners", "FOO://:1")],
+            vec![("listeners", "PLAINTEXT://:1,PLAINTEXT://:2")],
+            vec![("advertised.listeners", "SSL://h:1")],
+            vec![
+                ("inter.broker.listener.name", "PLAINTEXT"),
+                ("security.inter.broker.protocol", "PLAINTEXT"),
+            ],
+            vec![("inter.broker.listener.name", "NOPE")],
+        ] {
+            assert!(Config::from_pairs(&pairs(&bad)).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

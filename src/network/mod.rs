@@ -3,11 +3,13 @@
 //! No Kafka semantics live here beyond what Kafka's network layer does (closing on oversized
 //! frames, unknown keys and unsupported versions). Fetched records are sent from segment files
 //! with `sendfile` (`send.rs`): the network layer reads the file handles it is given, and never
-//! opens a file itself.
+//! opens a file itself. TLS listeners do their handshake here with the settings `security`
+//! builds, and encrypt fetched records through a bounded buffer instead (`send.rs`).
 
 mod connection;
 mod frame;
 mod listener;
 mod send;
+mod transport;
 
-pub use listener::{bind, serve_listener};
+pub use listener::{bind, serve_listener, BoundListener};

@@ -14,8 +14,9 @@ use crate::api::Broker;
 use crate::config::Config;
 use crate::disk::Disk;
 use crate::group::{GroupConfig, GroupCoordinator};
-use crate::network::{self, serve_listener};
+use crate::network::{self, serve_listener, BoundListener};
 use crate::quota::QuotaManager;
+use crate::security::Security;
 use crate::storage::consumer_offsets::ConsumerOffsetsStore;
 use crate::storage::LogManager;
 use crate::time::Clock;
@@ -25,7 +26,10 @@ const SHUTDOWN_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A started broker.
 pub struct RunningBroker {
+    /// The first listener's bound address.
     pub local_addr: SocketAddr,
+    /// Every listener's name and bound address, in `listeners` order.
+    pub listener_addrs: Vec<(String, SocketAddr)>,
     logs: Arc<LogManager>,
     clock: Arc<dyn Clock>,
     shutdown: watch::Sender<bool>,
@@ -37,6 +41,14 @@ impl RunningBroker {
     /// recovery point), as Kafka's tests reach into `broker.logManager`.
     pub fn log_manager(&self) -> &Arc<LogManager> {
         &self.logs
+    }
+
+    /// The bound address of the listener named `name`.
+    pub fn listener_addr(&self, name: &str) -> Option<SocketAddr> {
+        self.listener_addrs
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, a)| *a)
     }
 
     /// Runs one pass of the retention task now, at the broker clock's time: the pass the
@@ -85,15 +97,24 @@ pub async fn start_on(
     clock: Arc<dyn Clock>,
     disk: Disk,
 ) -> anyhow::Result<RunningBroker> {
-    let address = format!("{}:{}", config.listener.host, config.listener.port);
-    let listener = network::bind(&config.listener.host, config.listener.port)
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot listen on {address}: {e}"))?;
-    let local_addr = listener.local_addr()?;
-    if config.advertised_listener.port == 0 {
-        config.advertised_listener.port = local_addr.port();
+    let mut sockets = Vec::new();
+    let mut listener_addrs = Vec::new();
+    for listener in config.listeners.iter_mut() {
+        let bind = &listener.bind;
+        let socket = network::bind(&bind.host, bind.port)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen on {bind} ({}): {e}", listener.name))?;
+        let addr = socket.local_addr()?;
+        // Port 0 binds any free port; clients are told the one bound.
+        if listener.advertised.port == 0 {
+            listener.advertised.port = addr.port();
+        }
+        listener_addrs.push((listener.name.clone(), addr));
+        sockets.push(socket);
     }
+    let local_addr = listener_addrs[0].1;
     let config = Arc::new(config);
+    let security = Arc::new(Security::open(&config, &disk)?);
     let logs = Arc::new(LogManager::open(
         config.clone(),
         disk.clone(),
@@ -117,9 +138,12 @@ pub async fn start_on(
         shutdown: shutdown_rx.clone(),
         quotas,
         request_memory,
+        security: security.clone(),
     });
     let (running_logs, running_clock) = (logs.clone(), clock.clone());
-    tracing::info!(%local_addr, advertised = %config.advertised_listener, node_id = config.node_id, "sluice is serving");
+    for (listener, (_, addr)) in config.listeners.iter().zip(&listener_addrs) {
+        tracing::info!(listener = %listener.name, protocol = %listener.protocol, local_addr = %addr, advertised = %listener.advertised, node_id = config.node_id, "sluice is serving");
+    }
 
     let task = tokio::spawn(async move {
         let (drain_tx, mut drain_rx) = mpsc::channel::<()>(1);
@@ -133,7 +157,33 @@ pub async fn start_on(
             let (groups, shutdown) = (groups.clone(), shutdown_rx.clone());
             async move { groups.run_timers(shutdown).await }
         });
-        serve_listener(listener, broker, shutdown_rx, drain_tx).await;
+        let tls_reload = tokio::spawn(reload_tls_task(
+            security.clone(),
+            config.clone(),
+            shutdown_rx.clone(),
+        ));
+        // One connection limit for every listener, as Kafka's max.connections.
+        let permits = Arc::new(Semaphore::new(broker.config.max_connections));
+        let mut accepting = Vec::new();
+        for (index, socket) in sockets.into_iter().enumerate() {
+            let bound = BoundListener {
+                socket,
+                index,
+                tls: security.listeners[index].tls.clone(),
+            };
+            accepting.push(tokio::spawn(serve_listener(
+                bound,
+                broker.clone(),
+                permits.clone(),
+                shutdown_rx.clone(),
+                drain_tx.clone(),
+            )));
+        }
+        drop(drain_tx);
+        for task in accepting {
+            let _ = task.await;
+        }
+        let _ = tls_reload.await;
         // Parked joins and syncs are answered now, so their connections can finish.
         groups.shutdown();
         let _ = group_timers.await;
@@ -153,11 +203,40 @@ pub async fn start_on(
     });
     Ok(RunningBroker {
         local_addr,
+        listener_addrs,
         logs: running_logs,
         clock: running_clock,
         shutdown: shutdown_tx,
         task,
     })
+}
+
+/// Reloads TLS key and trust stores whose files changed, every
+/// `sluice.ssl.file.check.interval.ms` (0: never).
+async fn reload_tls_task(
+    security: Arc<Security>,
+    config: Arc<Config>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let interval_ms: u64 = config
+        .properties
+        .get("sluice.ssl.file.check.interval.ms")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5000);
+    if interval_ms == 0 || security.listeners.iter().all(|l| l.tls.is_none()) {
+        return;
+    }
+    let mut tick = tokio::time::interval(Duration::from_millis(interval_ms));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                let security = security.clone();
+                let _ = tokio::task::spawn_blocking(move || security.reload_tls()).await;
+            }
+            _ = shutdown.changed() => return,
+        }
+    }
 }
 
 /// One retention check: segments past retention go, and idle producers are forgotten.

@@ -8,6 +8,7 @@ pub mod configs;
 pub mod data;
 pub mod groups;
 pub mod quotas;
+pub mod secure;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -27,6 +27,9 @@ use kafka_protocol::messages::fetch_request::FetchTopic;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 use kafka_protocol::ResponseError;
+
+use super::authorize::Authz;
+use crate::security::acl::Operation;
 use tokio::sync::futures::OwnedNotified;
 
 use super::errors::{code, partition_error_code, NONE};
@@ -37,6 +40,7 @@ use crate::storage::{Isolation, SegmentSlice};
 /// Answers a fetch from `client_id`, throttled when it violates a quota.
 pub async fn handle(
     broker: &Broker,
+    authz: &Authz<'_>,
     request: FetchRequest,
     correlation_id: i32,
     version: i16,
@@ -66,6 +70,7 @@ pub async fn handle(
     loop {
         let mut read = read_all(
             broker,
+            authz,
             &request.topics,
             version,
             max_bytes,
@@ -153,6 +158,7 @@ fn any_appended(appended: &mut [Pin<Box<OwnedNotified>>]) -> impl Future<Output 
 /// partition before reading it.
 fn read_all(
     broker: &Broker,
+    authz: &Authz<'_>,
     topics: &[FetchTopic],
     version: i16,
     max_bytes: usize,
@@ -176,6 +182,11 @@ fn read_all(
         } else {
             ResponseError::UnknownTopicOrPartition
         };
+        // READ on the topic, checked before existence (by id once the id names a topic).
+        let name = topic
+            .as_ref()
+            .map_or(fetch_topic.topic.as_str(), |t| t.name.as_str());
+        let denied = (version < 13 || topic.is_some()) && !authz.topic(Operation::Read, name);
         let mut partitions = Vec::with_capacity(fetch_topic.partitions.len());
         for fetch in &fetch_topic.partitions {
             let mut data = PartitionData::default()
@@ -187,6 +198,13 @@ fn read_all(
             let mut slice: Option<SegmentSlice> = None;
             let partition = topic.as_ref().and_then(|t| t.partition(fetch.partition));
             match partition {
+                // Answered, but not a reason to skip the wait for the others, as in Kafka.
+                _ if denied => {
+                    data.error_code = code(ResponseError::TopicAuthorizationFailed);
+                    partitions.push(data);
+                    records.push(Chunk::Bytes(Bytes::new()));
+                    continue;
+                }
                 None => data.error_code = code(unknown),
                 // A client ahead of this broker's epoch; none can be behind epoch 0.
                 Some(partition) if fetch.current_leader_epoch > partition.leader_epoch() => {

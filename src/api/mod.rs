@@ -6,6 +6,7 @@ mod acls;
 mod alter_client_quotas;
 mod alter_configs;
 mod api_versions;
+pub mod authorize;
 mod create_partitions;
 mod create_topics;
 mod delete_records;
@@ -88,7 +89,7 @@ pub enum Outcome {
 }
 
 /// What a handler answers, before the request quota has its say.
-enum Reply {
+pub(crate) enum Reply {
     /// A response body. `throttle_ms` is what the handler's own quota asks for
     /// (`controller_mutation_rate`); the larger of it and the request quota's is answered.
     Body {
@@ -100,7 +101,7 @@ enum Reply {
     Finished(Outcome),
 }
 
-fn body(response: impl Into<ResponseKind>) -> Reply {
+pub(crate) fn body(response: impl Into<ResponseKind>) -> Reply {
     throttled_body(response, 0)
 }
 
@@ -175,10 +176,37 @@ pub async fn handle(
     }
 }
 
+/// Applies Kafka's authorization checks around the handler (`authorize::before`/`after`).
 async fn dispatch(
+    broker: &Broker,
+    mut request: DecodedRequest,
+    session: &Session,
+    client_id: &str,
+    request_bytes: usize,
+) -> Reply {
+    let authz = authorize::Authz::new(broker, session);
+    let version = request.header.request_api_version;
+    let denied = match authorize::before(&authz, &mut request.body, version) {
+        Ok(denied) => denied,
+        Err(refused) => return refused,
+    };
+    match dispatch_authorized(broker, request, session, &authz, client_id, request_bytes).await {
+        Reply::Body {
+            mut body,
+            throttle_ms,
+        } => {
+            authorize::after(&authz, denied, &mut body);
+            Reply::Body { body, throttle_ms }
+        }
+        finished => finished,
+    }
+}
+
+async fn dispatch_authorized(
     broker: &Broker,
     request: DecodedRequest,
     session: &Session,
+    authz: &authorize::Authz<'_>,
     client_id: &str,
     request_bytes: usize,
 ) -> Reply {
@@ -188,16 +216,18 @@ async fn dispatch(
     let groups = &broker.groups;
     match request.body {
         RequestKind::ApiVersions(r) => body(api_versions::handle(&r, version)),
-        RequestKind::Metadata(r) => body(metadata::handle(broker, session, r, version)),
+        RequestKind::Metadata(r) => body(metadata::handle(broker, session, authz, r, version)),
         RequestKind::Produce(r) => {
             let client = produce::Client {
                 quota: quota_client,
                 request_bytes,
             };
-            Reply::Finished(produce::handle(broker, r, correlation_id, version, client).await)
+            let reply = produce::handle(broker, authz, r, correlation_id, version, client);
+            Reply::Finished(reply.await)
         }
         RequestKind::Fetch(r) => {
-            Reply::Finished(fetch::handle(broker, r, correlation_id, version, quota_client).await)
+            let reply = fetch::handle(broker, authz, r, correlation_id, version, quota_client);
+            Reply::Finished(reply.await)
         }
         RequestKind::ListOffsets(r) => body(list_offsets::handle(broker, r, version)),
         RequestKind::InitProducerId(r) => body(init_producer_id::handle(broker, r)),
@@ -262,9 +292,9 @@ async fn dispatch(
         RequestKind::DescribeTopicPartitions(r) => {
             body(describe_topic_partitions::handle(broker, r))
         }
-        RequestKind::DescribeAcls(_) => body(acls::describe()),
-        RequestKind::CreateAcls(r) => body(acls::create(r)),
-        RequestKind::DeleteAcls(r) => body(acls::delete(r)),
+        RequestKind::DescribeAcls(r) => body(acls::describe(broker, r)),
+        RequestKind::CreateAcls(r) => body(acls::create(broker, r)),
+        RequestKind::DeleteAcls(r) => body(acls::delete(broker, r)),
         RequestKind::ElectLeaders(r) => body(elect_leaders::handle(broker, r)),
         RequestKind::ListTransactions(r) => body(transactions_admin::list_transactions(r)),
         RequestKind::DescribeTransactions(r) => body(transactions_admin::describe_transactions(r)),

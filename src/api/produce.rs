@@ -14,10 +14,12 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
+use super::authorize::Authz;
 use super::errors::{code, partition_error_code, Refused, NONE};
 use super::{respond_throttled, Broker, Outcome};
 use crate::record_batch::recompress;
 use crate::record_batch::validate::{validate, validate_framing};
+use crate::security::acl::Operation;
 use crate::storage::consumer_offsets::CONSUMER_OFFSETS_TOPIC;
 use crate::storage::{Partition, PartitionError, Topic};
 
@@ -30,6 +32,7 @@ pub struct Client<'a> {
 
 pub async fn handle(
     broker: &Broker,
+    authz: &Authz<'_>,
     request: ProduceRequest,
     correlation_id: i32,
     version: i16,
@@ -41,6 +44,11 @@ pub async fn handle(
     let now_ms = broker.clock.now_ms();
     let mut any_error = false;
     let mut responses = Vec::with_capacity(request.topic_data.len());
+    // A transactional produce needs WRITE on its transactional id, or fails whole.
+    let txn_denied = request
+        .transactional_id
+        .as_ref()
+        .is_some_and(|id| !authz.transactional_id(Operation::Write, id));
     for topic_data in request.topic_data {
         let topic = if version >= 13 {
             broker.logs.topic_by_id(topic_data.topic_id)
@@ -52,6 +60,17 @@ pub async fn handle(
         } else {
             ResponseError::UnknownTopicOrPartition
         };
+        // Authorization before existence; by id once the id names a topic.
+        let name = topic
+            .as_ref()
+            .map_or(topic_data.name.as_str(), |t| t.name.as_str());
+        let denied = if txn_denied {
+            Some(ResponseError::TransactionalIdAuthorizationFailed)
+        } else {
+            let named = version < 13 || topic.is_some();
+            (named && !authz.topic(Operation::Write, name))
+                .then_some(ResponseError::TopicAuthorizationFailed)
+        };
         let mut partitions = Vec::with_capacity(topic_data.partition_data.len());
         for data in topic_data.partition_data {
             let mut response = PartitionProduceResponse::default()
@@ -61,6 +80,7 @@ pub async fn handle(
                 .as_ref()
                 .and_then(|t| t.partition(data.index).map(|p| (t, p)));
             match partition {
+                _ if denied.is_some() => response.error_code = denied.map_or(0, code),
                 None => response.error_code = code(unknown),
                 Some((topic, partition)) => match admit(acks, topic, &data.records, version) {
                     Err(refused) => {

@@ -1,7 +1,7 @@
 //! Who a connection is and what it may do, as Kafka decides it: principals (`User:<name>`),
 //! TLS settings and certificate principals (`tls`, `principal_mapping`), the SASL mechanisms
 //! (`sasl`: PLAIN, SCRAM-SHA-256/512, OAUTHBEARER) with their credential stores, and the
-//! StandardAuthorizer's ACLs (`acl`, `authorizer`).
+//! StandardAuthorizer's ACLs (`acl`, `authorizer`, with the `sluice-acls` file).
 //!
 //! It decides, it does not answer: mechanisms and the authorizer return typed outcomes, and
 //! `api` turns them into Kafka's error codes. It reads key stores and writes its two files
@@ -54,6 +54,8 @@ impl std::fmt::Display for Principal {
     }
 }
 
+pub mod acl;
+pub mod authorizer;
 mod jaas;
 pub mod oauthbearer;
 pub mod principal_mapping;
@@ -82,6 +84,8 @@ pub struct Security {
     /// By listener index (`Config::listeners`).
     pub listeners: Vec<ListenerSecurity>,
     pub scram: ScramStore,
+    /// The ACLs and their decision, when `authorizer.class.name` is set.
+    pub authorizer: Option<authorizer::Authorizer>,
     /// `sasl.server.max.receive.size`: the largest frame before authentication.
     pub sasl_max_receive_bytes: usize,
     /// `connection.failed.authentication.delay.ms`.
@@ -124,6 +128,7 @@ impl Security {
         Ok(Security {
             listeners,
             scram: ScramStore::open(disk, &config.log_dir)?,
+            authorizer: authorizer::Authorizer::open(config, disk)?,
             sasl_max_receive_bytes: number("sasl.server.max.receive.size", 524_288)? as usize,
             failed_authentication_delay_ms: number(
                 "connection.failed.authentication.delay.ms",

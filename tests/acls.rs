@@ -1,0 +1,289 @@
+//! The StandardAuthorizer over real sockets: principals from SASL/PLAIN, a super user who
+//! manages ACLs with CreateAcls/DescribeAcls/DeleteAcls (kept across a restart), and what the
+//! other principals may then do, answered with Kafka's errors: Metadata hides and refuses
+//! topics (and auto-creation needs CREATE), Produce and Fetch answer
+//! TOPIC_AUTHORIZATION_FAILED per partition, groups GROUP_AUTHORIZATION_FAILED, cluster
+//! APIs CLUSTER_AUTHORIZATION_FAILED; deny wins over allow; prefixed patterns; KIP-430
+//! authorized operations.
+
+mod common;
+
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use common::data::{fetch_request, produce_request, topic_name};
+use common::secure::{plain, Conn};
+use common::TestBroker;
+use kafka_protocol::messages::create_acls_request::AclCreation;
+use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use tokio::net::TcpStream;
+
+const JAAS: &str = r#"org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="a" user_alice="a" user_bob="b";"#;
+
+async fn broker() -> TestBroker {
+    TestBroker::start(&[
+        ("listeners", "SASL_PLAINTEXT://127.0.0.1:0"),
+        ("sasl.enabled.mechanisms", "PLAIN"),
+        ("listener.name.sasl_plaintext.plain.sasl.jaas.config", JAAS),
+        (
+            "authorizer.class.name",
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        ),
+        ("super.users", "User:admin"),
+        ("num.partitions", "1"),
+    ])
+    .await
+}
+
+async fn login(addr: SocketAddr, user: &str, password: &str) -> Conn<TcpStream> {
+    let mut conn = plain(addr).await;
+    let hs: SaslHandshakeResponse = conn
+        .call(
+            ApiKey::SaslHandshake,
+            1,
+            &SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN")),
+        )
+        .await;
+    assert_eq!(hs.error_code, 0);
+    let token = format!("\0{user}\0{password}");
+    let auth: SaslAuthenticateResponse = conn
+        .call(
+            ApiKey::SaslAuthenticate,
+            2,
+            &SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(token)),
+        )
+        .await;
+    assert_eq!(auth.error_code, 0);
+    conn
+}
+
+fn acl(
+    resource_type: i8,
+    name: &str,
+    pattern: i8,
+    principal: &str,
+    operation: i8,
+    permission: i8,
+) -> AclCreation {
+    AclCreation::default()
+        .with_resource_type(resource_type)
+        .with_resource_name(StrBytes::from_string(name.into()))
+        .with_resource_pattern_type(pattern)
+        .with_principal(StrBytes::from_string(principal.into()))
+        .with_host(StrBytes::from_static_str("*"))
+        .with_operation(operation)
+        .with_permission_type(permission)
+}
+
+const TOPIC: i8 = 2;
+const GROUP: i8 = 3;
+const LITERAL: i8 = 3;
+const PREFIXED: i8 = 4;
+const READ: i8 = 3;
+const WRITE: i8 = 4;
+const CREATE: i8 = 5;
+const DESCRIBE: i8 = 8;
+const ALLOW: i8 = 3;
+const DENY: i8 = 2;
+
+async fn metadata(
+    conn: &mut Conn<TcpStream>,
+    topics: Option<&[&str]>,
+    create: bool,
+) -> MetadataResponse {
+    let topics = topics.map(|names| {
+        names
+            .iter()
+            .map(|n| MetadataRequestTopic::default().with_name(Some(topic_name(n))))
+            .collect()
+    });
+    let request = MetadataRequest::default()
+        .with_topics(topics)
+        .with_allow_auto_topic_creation(create)
+        .with_include_topic_authorized_operations(true);
+    conn.call(ApiKey::Metadata, 12, &request).await
+}
+
+async fn produce_code(conn: &mut Conn<TcpStream>, topic: &str) -> i16 {
+    let batch = common::sized_batch(1, 10);
+    let response: ProduceResponse = conn
+        .call(ApiKey::Produce, 9, &produce_request(-1, topic, 0, batch))
+        .await;
+    response.responses[0].partition_responses[0].error_code
+}
+
+async fn fetch_code(conn: &mut Conn<TcpStream>, topic: &str) -> i16 {
+    let response: FetchResponse = conn
+        .call(ApiKey::Fetch, 12, &fetch_request(topic, 0, 0, 0, 1024))
+        .await;
+    response.responses[0].partitions[0].error_code
+}
+
+#[tokio::test]
+async fn acls_decide_what_each_principal_may_do() {
+    let mut broker = broker().await;
+    let addr = broker.addr();
+    let mut admin = login(addr, "admin", "a").await;
+    // The super user creates topics and ACLs.
+    for topic in ["orders", "logs-app", "logs-secret", "hidden"] {
+        let md = metadata(&mut admin, Some(&[topic]), true).await;
+        assert_eq!(md.topics[0].error_code, 0);
+    }
+    let created: CreateAclsResponse = admin
+        .call(
+            ApiKey::CreateAcls,
+            3,
+            &CreateAclsRequest::default().with_creations(vec![
+                acl(TOPIC, "orders", LITERAL, "User:alice", READ, ALLOW),
+                acl(TOPIC, "logs-", PREFIXED, "User:*", WRITE, ALLOW),
+                acl(TOPIC, "logs-secret", LITERAL, "User:bob", WRITE, DENY),
+                acl(GROUP, "app", LITERAL, "User:alice", READ, ALLOW),
+                acl(TOPIC, "hidden", LITERAL, "User:admin", DESCRIBE, ALLOW),
+                acl(TOPIC, "new-", PREFIXED, "User:bob", CREATE, ALLOW),
+                acl(TOPIC, "new-t", PREFIXED, "User:bob", DESCRIBE, ALLOW),
+                // Refused: an empty name, CLUSTER with another name.
+                acl(TOPIC, "", LITERAL, "User:x", READ, ALLOW),
+                acl(4, "other", LITERAL, "User:x", 7, ALLOW),
+            ]),
+        )
+        .await;
+    let codes: Vec<i16> = created.results.iter().map(|r| r.error_code).collect();
+    assert_eq!(codes, [0, 0, 0, 0, 0, 0, 0, 42, 42]);
+
+    for round in 0..2 {
+        let mut alice = login(broker.addr(), "alice", "a").await;
+        let mut bob = login(broker.addr(), "bob", "b").await;
+        // Metadata: all topics shows only those alice may describe (READ implies DESCRIBE;
+        // the prefixed WRITE for everyone implies it on logs-*).
+        let md = metadata(&mut alice, None, false).await;
+        let mut names: Vec<String> = md
+            .topics
+            .iter()
+            .map(|t| t.name.as_ref().unwrap().to_string())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["logs-app", "logs-secret", "orders"],
+            "round {round}"
+        );
+        let orders = md
+            .topics
+            .iter()
+            .find(|t| t.name.as_ref().is_some_and(|n| n.as_str() == "orders"))
+            .unwrap();
+        assert_eq!(
+            orders.topic_authorized_operations,
+            (1 << 3) | (1 << 8),
+            "READ and DESCRIBE"
+        );
+        // Named: an unauthorized topic and a missing one look the same.
+        let md = metadata(&mut alice, Some(&["hidden", "no-such-topic"]), true).await;
+        for t in &md.topics {
+            assert_eq!(t.error_code, 29, "{:?}", t.name);
+            assert!(t.topic_id.is_nil() && t.partitions.is_empty());
+        }
+        // Auto-creation needs CREATE.
+        assert_eq!(
+            metadata(&mut bob, Some(&["new-topic"]), true).await.topics[0].error_code,
+            0
+        );
+        // Produce and fetch.
+        assert_eq!(produce_code(&mut alice, "orders").await, 29);
+        assert_eq!(fetch_code(&mut alice, "orders").await, 0);
+        assert_eq!(produce_code(&mut alice, "logs-app").await, 0);
+        assert_eq!(produce_code(&mut bob, "logs-app").await, 0);
+        assert_eq!(produce_code(&mut bob, "logs-secret").await, 29, "deny wins");
+        assert_eq!(fetch_code(&mut bob, "orders").await, 29);
+        // Groups and the cluster.
+        let hb =
+            HeartbeatRequest::default().with_group_id(GroupId(StrBytes::from_static_str("other")));
+        let hb: HeartbeatResponse = bob.call(ApiKey::Heartbeat, 4, &hb).await;
+        assert_eq!(hb.error_code, 30);
+        let fc: FindCoordinatorResponse = alice
+            .call(
+                ApiKey::FindCoordinator,
+                3,
+                &FindCoordinatorRequest::default().with_key(StrBytes::from_static_str("app")),
+            )
+            .await;
+        assert_eq!(fc.error_code, 0, "READ on the group implies DESCRIBE");
+        let described: DescribeAclsResponse =
+            alice.call(ApiKey::DescribeAcls, 3, &describe_all()).await;
+        assert_eq!(described.error_code, 31);
+        let ids: InitProducerIdResponse = alice
+            .call(
+                ApiKey::InitProducerId,
+                4,
+                &InitProducerIdRequest::default()
+                    .with_transactional_id(None)
+                    .with_transaction_timeout_ms(60000),
+            )
+            .await;
+        assert_eq!(
+            ids.error_code, 0,
+            "WRITE on some topic is enough for an idempotent producer"
+        );
+        let ids: InitProducerIdResponse = alice
+            .call(
+                ApiKey::InitProducerId,
+                4,
+                &InitProducerIdRequest::default()
+                    .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("t1"))))
+                    .with_transaction_timeout_ms(60000),
+            )
+            .await;
+        assert_eq!(ids.error_code, 53);
+        broker.restart().await;
+    }
+
+    // The ACLs survived the restart; DescribeAcls lists them, DeleteAcls removes them.
+    let mut admin = login(broker.addr(), "admin", "a").await;
+    let described: DescribeAclsResponse =
+        admin.call(ApiKey::DescribeAcls, 3, &describe_all()).await;
+    assert_eq!(described.error_code, 0);
+    assert_eq!(
+        described
+            .resources
+            .iter()
+            .map(|r| r.acls.len())
+            .sum::<usize>(),
+        7
+    );
+    let deleted: DeleteAclsResponse = admin
+        .call(
+            ApiKey::DeleteAcls,
+            3,
+            &DeleteAclsRequest::default().with_filters(vec![DeleteAclsFilter::default()
+                .with_resource_type_filter(TOPIC)
+                .with_resource_name_filter(Some(StrBytes::from_static_str("logs-secret")))
+                .with_pattern_type_filter(2)
+                .with_principal_filter(None)
+                .with_host_filter(None)
+                .with_operation(1)
+                .with_permission_type(1)]),
+        )
+        .await;
+    // MATCH on logs-secret: the literal DENY and the prefixed logs- ALLOW.
+    assert_eq!(deleted.filter_results[0].matching_acls.len(), 2);
+    let mut bob = login(broker.addr(), "bob", "b").await;
+    assert_eq!(
+        produce_code(&mut bob, "logs-secret").await,
+        29,
+        "no ACL left for bob on logs-secret"
+    );
+}
+
+fn describe_all() -> DescribeAclsRequest {
+    DescribeAclsRequest::default()
+        .with_resource_name_filter(None)
+        .with_principal_filter(None)
+        .with_host_filter(None)
+        .with_resource_type_filter(1)
+        .with_pattern_type_filter(1)
+        .with_operation(1)
+        .with_permission_type(1)
+}

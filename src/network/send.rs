@@ -7,7 +7,7 @@
 //! encrypts each piece into its records, which are written to the socket. That is the copying
 //! Kafka does over TLS (`SslTransportLayer.transferFrom` reads the file into a buffer that its
 //! `SSLEngine` wraps). Kernel TLS, which would keep `sendfile`, needs the kernel's `tls` TCP
-//! upper-layer protocol; where it is missing (see docs/tls.md) this is the path.
+//! upper-layer protocol (see docs/security.md); where it is missing this is the path.
 //!
 //! Every chunk but the last is sent with `MSG_MORE`, so a partition's few header bytes leave in
 //! the same TCP segment as its records instead of alone (the socket has `TCP_NODELAY`).

@@ -1,0 +1,231 @@
+"""Security, differential: the same SASL users, the same ACLs and the same requests against the
+broker under test and against Apache Kafka give the same outcome, case by case (the table
+CASES below: principal, action, resource, the error expected). Clients are confluent-kafka's
+(librdkafka) over SASL_PLAINTEXT with PLAIN and SCRAM-SHA-256; ACLs are made with the admin
+client by the super user. Also: SCRAM credentials created with AlterUserScramCredentials
+(what `kafka-configs --add-config SCRAM-SHA-256=[...]` sends), wrong passwords, and
+`kafka-acls --add/--list/--remove`.
+
+Both brokers run the same overrides: the listener named PLAINTEXT speaks SASL_PLAINTEXT
+(Kafka's controller listener stays PLAINTEXT, its principal ANONYMOUS a super user), PLAIN
+users from the listener's JAAS config, and the StandardAuthorizer.
+"""
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType,
+                                   AdminClient, ConfigResource, NewTopic, ResourcePatternType,
+                                   ResourceType, ScramCredentialInfo, ScramMechanism,
+                                   UserScramCredentialUpsertion)
+
+from helpers import unique
+from kafka_tools import run_class
+
+JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+        'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret" '
+        'user_bob="bob-secret";')
+BROKER_OVERRIDES = {
+    "listener.security.protocol.map": "PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+    "sasl.mechanism.inter.broker.protocol": "PLAIN",
+    "listener.name.plaintext.plain.sasl.jaas.config": JAAS,
+    "listener.name.plaintext.scram-sha-256.sasl.jaas.config":
+        "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": "User:admin;User:ANONYMOUS",
+    "num.partitions": "1",
+}
+PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
+TIMEOUT_S = 20
+
+
+def sasl(broker, user, password=None, mechanism="PLAIN"):
+    return {"bootstrap.servers": broker.bootstrap, "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": mechanism, "sasl.username": user,
+            "sasl.password": password or PASSWORDS[user]}
+
+
+def admin(broker, user="admin"):
+    return AdminClient(sasl(broker, user))
+
+
+def result(future):
+    """The error name of an admin future, or NO_ERROR."""
+    try:
+        future.result(timeout=TIMEOUT_S)
+        return "NO_ERROR"
+    except KafkaException as e:
+        return e.args[0].name()
+
+
+def acl(name, pattern, principal, op, permission, rtype=ResourceType.TOPIC):
+    return AclBinding(rtype, name, pattern, principal, "*", op, permission)
+
+
+@pytest.fixture(scope="module")
+def world(broker):
+    """Topics and ACLs, made once by the super user."""
+    p = unique("acl")
+    names = {k: f"{p}-{k}" for k in ("read", "write", "hidden", "pfx-a")}
+    names["pfx"] = f"{p}-pfx-"
+    names["group"] = f"{p}-group"
+    a = admin(broker)
+    for f in a.create_topics([NewTopic(names[k], 1, 1) for k in ("read", "write", "hidden", "pfx-a")]).values():
+        assert result(f) == "NO_ERROR"
+    L, P = ResourcePatternType.LITERAL, ResourcePatternType.PREFIXED
+    allow, deny = AclPermissionType.ALLOW, AclPermissionType.DENY
+    acls = [
+        acl(names["read"], L, "User:alice", AclOperation.READ, allow),
+        acl(names["write"], L, "User:alice", AclOperation.WRITE, allow),
+        acl(names["write"], L, "User:*", AclOperation.WRITE, allow),
+        acl(names["write"], L, "User:bob", AclOperation.WRITE, deny),
+        acl(names["pfx"], P, "User:bob", AclOperation.ALL, allow),
+        acl(names["group"], L, "User:alice", AclOperation.READ, allow, ResourceType.GROUP),
+    ]
+    for f in a.create_acls(acls).values():
+        assert result(f) == "NO_ERROR"
+    time.sleep(1)  # Kafka applies ACLs through its metadata log
+    return names
+
+
+def produce(broker, user, topic):
+    producer = Producer(dict(sasl(broker, user), **{"message.timeout.ms": 10000, "acks": "all"}))
+    errors = []
+    producer.produce(topic, b"v", on_delivery=lambda err, msg: errors.append(err))
+    producer.flush(TIMEOUT_S)
+    return errors[0].name() if errors and errors[0] else "NO_ERROR"
+
+
+def metadata(broker, user, topic):
+    md = admin(broker, user).list_topics(topic, timeout=TIMEOUT_S)
+    t = md.topics[topic]
+    return t.error.name() if t.error else "NO_ERROR"
+
+
+def consume(broker, user, topic):
+    c = Consumer(dict(sasl(broker, user), **{"group.id": unique("nogroup"), "enable.auto.commit": False}))
+    try:
+        c.assign([TopicPartition(topic, 0, 0)])
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    return "NO_ERROR"
+                return m.error().name()
+            return "NO_ERROR"
+        return "NO_ERROR"
+    finally:
+        c.close()
+
+
+def create_topic(broker, user, topic):
+    return result(admin(broker, user).create_topics([NewTopic(topic, 1, 1)])[topic])
+
+
+def delete_topic(broker, user, topic):
+    return result(admin(broker, user).delete_topics([topic], operation_timeout=10)[topic])
+
+
+def describe_configs(broker, user, topic):
+    futures = admin(broker, user).describe_configs([ConfigResource(ConfigResource.Type.TOPIC, topic)])
+    return result(next(iter(futures.values())))
+
+
+def describe_acls(broker, user, _):
+    f = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
+                         AclOperation.ANY, AclPermissionType.ANY)
+    return result(admin(broker, user).describe_acls(f))
+
+
+def describe_group(broker, user, group):
+    futures = admin(broker, user).describe_consumer_groups([group])
+    return result(futures[group])
+
+
+# (principal, action, resource key in `world`, or a literal name prefixed by "=", expected error)
+CASES = [
+    ("alice", produce, "write", "NO_ERROR"),
+    ("alice", produce, "read", "TOPIC_AUTHORIZATION_FAILED"),
+    ("bob", produce, "write", "TOPIC_AUTHORIZATION_FAILED"),          # DENY wins over User:*
+    ("bob", produce, "pfx-a", "NO_ERROR"),                            # PREFIXED ALL
+    ("alice", metadata, "read", "NO_ERROR"),                          # READ implies DESCRIBE
+    ("alice", metadata, "hidden", "TOPIC_AUTHORIZATION_FAILED"),
+    ("alice", metadata, "=acl-no-such-topic", "TOPIC_AUTHORIZATION_FAILED"),  # existence hidden
+    ("alice", consume, "read", "NO_ERROR"),
+    ("bob", consume, "read", "TOPIC_AUTHORIZATION_FAILED"),
+    ("alice", create_topic, "=acl-alice-new", "TOPIC_AUTHORIZATION_FAILED"),
+    ("bob", create_topic, "pfx-new", "NO_ERROR"),
+    ("alice", delete_topic, "read", "TOPIC_AUTHORIZATION_FAILED"),
+    ("alice", describe_configs, "read", "TOPIC_AUTHORIZATION_FAILED"),
+    ("bob", describe_configs, "pfx-a", "NO_ERROR"),
+    ("alice", describe_acls, "read", "CLUSTER_AUTHORIZATION_FAILED"),
+    ("admin", describe_acls, "read", "NO_ERROR"),
+    ("alice", describe_group, "group", "NO_ERROR"),
+    ("bob", describe_group, "group", "GROUP_AUTHORIZATION_FAILED"),
+]
+
+
+@pytest.mark.parametrize("user,action,key,expected", CASES,
+                         ids=[f"{c[0]}-{c[1].__name__}-{c[2]}" for c in CASES])
+def test_acl_case(broker, world, user, action, key, expected):
+    if key.startswith("="):
+        resource = key[1:]
+    elif key == "pfx-new":
+        resource = world["pfx"] + "new"
+    else:
+        resource = world[key]
+    assert action(broker, user, resource) == expected
+
+
+def test_wrong_password_is_refused(broker):
+    producer = Producer(dict(sasl(broker, "alice", "wrong"), **{"message.timeout.ms": 5000}))
+    md_error = None
+    try:
+        producer.list_topics(timeout=5)
+    except KafkaException as e:
+        md_error = e.args[0]
+    assert md_error is not None, "metadata with a wrong password must fail"
+
+
+def test_scram_credentials_set_with_the_admin_api_log_in(broker):
+    user = unique("scram")
+    a = admin(broker)
+    upsert = UserScramCredentialUpsertion(user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192),
+                                          b"s3cret", b"salt-salt-salt")
+    for f in a.alter_user_scram_credentials([upsert]).values():
+        assert result(f) == "NO_ERROR"
+    described = a.describe_user_scram_credentials([user])[user].result(timeout=TIMEOUT_S)
+    assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == \
+        [(ScramMechanism.SCRAM_SHA_256, 8192)]
+    time.sleep(1)
+    md = AdminClient(sasl(broker, user, "s3cret", "SCRAM-SHA-256")).list_topics(timeout=TIMEOUT_S)
+    assert md.brokers
+    bad = AdminClient(sasl(broker, user, "nope", "SCRAM-SHA-256"))
+    with pytest.raises(KafkaException):
+        bad.list_topics(timeout=5)
+
+
+def test_kafka_acls_add_list_remove(broker, tmp_path):
+    conf = tmp_path / "admin.properties"
+    conf.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                    "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+                    'username="admin" password="admin-secret";\n')
+    topic = unique("acltool")
+    cmd = ["org.apache.kafka.tools.AclCommand", "--bootstrap-server", broker.bootstrap,
+           "--command-config", str(conf)]
+    res = run_class(*cmd, "--add", "--allow-principal", "User:carol", "--operation", "Read",
+                    "--topic", topic, timeout_s=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    res = run_class(*cmd, "--list", "--topic", topic, timeout_s=120)
+    assert res.returncode == 0 and "principal=User:carol" in res.stdout and "operation=READ" in res.stdout, \
+        res.stdout + res.stderr
+    res = run_class(*cmd, "--remove", "--force", "--allow-principal", "User:carol", "--operation", "Read",
+                    "--topic", topic, timeout_s=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    time.sleep(1)
+    res = run_class(*cmd, "--list", "--topic", topic, timeout_s=120)
+    assert "User:carol" not in res.stdout, res.stdout

@@ -15,28 +15,14 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from conftest import BrokerFactory
 from helpers import unique
 from kafka_tools import run_class
+from tls_certs import make_certs
 
 PASSWORD = "changeit"
 
 
-def openssl(*args, cwd):
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
-
-
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory):
-    d = tmp_path_factory.mktemp("certs")
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-            "-days", "2", "-subj", "/CN=sluice test CA", cwd=d)
-    (d / "san.cnf").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
-    for name in ("broker", "admin", "alice"):
-        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
-                "-subj", f"/OU=test/CN={name}", cwd=d)
-        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-                "-CAcreateserial", "-out", f"{name}.pem", "-days", "2", "-extfile", "san.cnf", cwd=d)
-        openssl("pkcs12", "-export", "-in", f"{name}.pem", "-inkey", f"{name}.key", "-certfile", "ca.pem",
-                "-name", name, "-out", f"{name}.p12", "-passout", f"pass:{PASSWORD}", cwd=d)
-    return d
+    return make_certs(tmp_path_factory.mktemp("certs"), PASSWORD)
 
 
 @pytest.fixture(scope="module")

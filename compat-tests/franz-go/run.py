@@ -27,7 +27,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 COMPAT = HERE.parent
 sys.path.insert(0, str(COMPAT / "python"))
-from brokers import Broker  # noqa: E402  (stdlib only; shared with the Python suite)
+from brokers import Broker, free_port  # noqa: E402  (stdlib only; shared with the Python suite)
 from suite_results import finish, read_allow  # noqa: E402
 
 TEST_TIMEOUT_S = int(os.environ.get("FRANZ_GO_TEST_TIMEOUT_S", "240"))
@@ -77,6 +77,36 @@ def reason_from(output: str, name: str):
     return " | ".join(picked[-3:])[:500]
 
 
+# The SASL tests get a second listener (SASL_PLAINTEXT, SCRAM-SHA-256 and OAUTHBEARER with
+# Kafka's unsecured validator) and the env vars that point the tests at it; the SCRAM user is
+# made with kafka-configs over the PLAINTEXT listener. On sluice only: kafka/start-kafka.sh
+# serves one PLAINTEXT listener.
+SASL_TESTS = {"TestSCRAMAuth", "TestSCRAMAuthBadCredentials", "TestOAuthAuth"}
+SCRAM_USER, SCRAM_PASSWORD = "kgo", "kgo-secret"
+
+
+def sasl_broker(root, sluice_bin):
+    b = Broker("sluice", root=root, sluice_bin=sluice_bin)
+    sasl_port = free_port()
+    b.overrides.update({
+        "listeners": f"PLAINTEXT://127.0.0.1:{b.port},SASL://127.0.0.1:{sasl_port}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-256,OAUTHBEARER",
+        "listener.name.sasl.oauthbearer.sasl.jaas.config":
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
+    })
+    b.start()
+    res = subprocess.run([str(COMPAT / "kafka" / "run-class.sh"), "kafka.admin.ConfigCommand",
+                          "--bootstrap-server", b.bootstrap, "--alter", "--entity-type", "users",
+                          "--entity-name", SCRAM_USER, "--add-config",
+                          f"SCRAM-SHA-256=[iterations=8192,password={SCRAM_PASSWORD}]"],
+                         capture_output=True, text=True, timeout=120)
+    if res.returncode != 0:
+        b.stop()
+        raise RuntimeError(f"kafka-configs could not add the SCRAM user: {res.stdout}{res.stderr}"[-300:])
+    return b, f"127.0.0.1:{sasl_port}"
+
+
 class Run:
     def __init__(self, args):
         self.args = args
@@ -86,6 +116,7 @@ class Run:
         self.logs.mkdir(parents=True)
         self.work = Path(tempfile.mkdtemp(prefix=f"kgo-{args.broker}-"))
         self.kafka = None
+        self.sasl_seeds = {}
         self.kafka_lock = threading.Lock()
         self.print_lock = threading.Lock()
 
@@ -95,6 +126,9 @@ class Run:
                 if self.kafka is None:
                     self.kafka = Broker("kafka", root=self.work / "kafka").start()
                 return self.kafka, False
+        if name in SASL_TESTS:
+            b, self.sasl_seeds[name] = sasl_broker(self.work / name, self.args.sluice)
+            return b, True
         b = Broker("sluice", root=self.work / name, sluice_bin=self.args.sluice)
         return b.start(), True
 
@@ -109,6 +143,10 @@ class Run:
         for k in ("KGO_TEST_TLS", "KGO_TEST_SCRAM", "KGO_TEST_SCRAM_SEEDS", "KGO_TEST_OAUTH_SEEDS",
                   "KGO_TEST_UNSAFE", "KGO_TEST_CHAOS"):
             env.pop(k, None)
+        if name in self.sasl_seeds:
+            env.update(KGO_TEST_SCRAM=f"{SCRAM_USER}:{SCRAM_PASSWORD}",
+                       KGO_TEST_SCRAM_SEEDS=self.sasl_seeds[name],
+                       KGO_TEST_OAUTH_SEEDS=self.sasl_seeds[name])
         cmd = [self.args.testbin, "-test.run", f"^{name}$", "-test.v", "-test.count=1",
                f"-test.timeout={TEST_TIMEOUT_S}s"]
         log = self.logs / f"{name}.log"

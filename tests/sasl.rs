@@ -486,3 +486,40 @@ async fn sessions_expire_unless_reauthenticated() {
         Some("Cannot change principals during re-authentication from User.alice: User.admin")
     );
 }
+
+#[tokio::test]
+async fn user_quotas_apply_to_the_authenticated_principal() {
+    let broker = TestBroker::start(&overrides(&[])).await;
+    let mut admin = common::Client::connect(plaintext_addr(&broker)).await;
+    let set = common::quotas::alter(
+        &mut admin,
+        1,
+        vec![(
+            common::quotas::entity(&[("user", Some("alice"))]),
+            vec![common::quotas::set("producer_byte_rate", 1024.0)],
+        )],
+        false,
+    )
+    .await;
+    assert_eq!(set[0].0, 0);
+    common::data::create_topic(&mut admin, "quota-topic", 1).await;
+    let addr = sasl_addr(&broker);
+    let mut throttles = Vec::new();
+    for (user, password) in [("alice", "alice-secret"), ("admin", "admin-secret")] {
+        let mut conn = plain_login(addr, user, password).await;
+        let batch = common::sized_batch(10, 10_000);
+        let request = common::data::produce_request(-1, "quota-topic", 0, batch);
+        // 100 kB against 1 kB/s over the quota window: the response itself is throttled.
+        let response: ProduceResponse = conn.call(ApiKey::Produce, 9, &request).await;
+        assert_eq!(response.responses[0].partition_responses[0].error_code, 0);
+        throttles.push(response.throttle_time_ms);
+    }
+    assert!(
+        throttles[0] > 0,
+        "alice's quota throttles alice: {throttles:?}"
+    );
+    assert_eq!(
+        throttles[1], 0,
+        "and not another user on the same client id"
+    );
+}

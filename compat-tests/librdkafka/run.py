@@ -34,8 +34,14 @@ KAFKA_LIBS = COMPAT / ".cache" / "kafka" / "libs"
 # What test.c's TEST_BRKVER checks compare with; the reference broker is Apache Kafka 4.1.2.
 BROKER_VERSION = "4.1.2"
 # As in librdkafka's trivup scenarios (tests/scenarios/default.json): 4 partitions per
-# auto-created topic. Everything else keeps the broker's defaults.
-BROKER_OVERRIDES = {"num.partitions": "4"}
+# auto-created topic; and as librdkafka's trivup cluster runs its brokers, with an authorizer
+# that allows everyone until a test adds ACLs (the ACL tests add them with kafka-acls.sh).
+# Everything else keeps the broker's defaults.
+BROKER_OVERRIDES = {
+    "num.partitions": "4",
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "allow.everyone.if.no.acl.found": "true",
+}
 SCENARIO_OVERRIDES = {"default": {}, "noautocreate": {"auto.create.topics.enable": "false"}}
 # Tests that bundle many broker APIs run once per sub-test (test-runner's SUBTESTS filter, a
 # substring of the sub-test's function name), so that one API's failure does not hide the others.

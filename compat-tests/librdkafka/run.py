@@ -42,7 +42,26 @@ BROKER_OVERRIDES = {
     "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
     "allow.everyone.if.no.acl.found": "true",
 }
-SCENARIO_OVERRIDES = {"default": {}, "noautocreate": {"auto.create.topics.enable": "false"}}
+SCENARIO_OVERRIDES = {
+    "default": {},
+    "noautocreate": {"auto.create.topics.enable": "false"},
+    # SASL tests: the listener named PLAINTEXT speaks SASL_PLAINTEXT with PLAIN users, as the
+    # runner's trivup SASL setups do; test.conf carries the client's sasl.* (SCENARIO_CONF).
+    "sasl": {
+        "listener.security.protocol.map": "PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "listener.name.plaintext.plain.sasl.jaas.config":
+            'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+            'password="admin-secret" user_admin="admin-secret" user_testuser="testpass";',
+    },
+}
+SCENARIO_CONF = {"sasl": "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                         "sasl.username=testuser\nsasl.password=testpass\n"}
+# Scenarios of librdkafka's own (passed to test-runner with -s); the others are this harness's.
+RUNNER_SCENARIOS = {"noautocreate"}
+# Tests that run in a scenario of this harness instead of their own.
+TEST_SCENARIO = {"0135_sasl_credentials": "sasl"}
 # Tests that bundle many broker APIs run once per sub-test (test-runner's SUBTESTS filter, a
 # substring of the sub-test's function name), so that one API's failure does not hide the others.
 # Their results are named "<test>/<sub-test function>".
@@ -102,6 +121,8 @@ def exclusion(test):
 
 
 def scenario_of(test):
+    if test["runner_name"] in TEST_SCENARIO:
+        return TEST_SCENARIO[test["runner_name"]]
     return next(s for s in test["scenario"].split(",") if s in SCENARIO_OVERRIDES)
 
 
@@ -191,7 +212,8 @@ class Run:
                     for n in names}
         conf = self.work / f"{tag}.conf"
         conf.write_text(f"bootstrap.servers={broker.bootstrap}\ntest.topic.random=true\n"
-                        f"test.timeout.multiplier={self.args.timeout_multiplier}\n")
+                        f"test.timeout.multiplier={self.args.timeout_multiplier}\n"
+                        + SCENARIO_CONF.get(scenario, ""))
         report = self.work / f"{tag}.json"
         env = {k: v for k, v in os.environ.items() if k not in ("CI", "TESTS", "SUBTESTS", "TESTS_SKIP")}
         if subtest:
@@ -203,7 +225,7 @@ class Run:
         # stdbuf: test-runner prints its summary table with printf, which a failing test's
         # abort() would otherwise lose from the pipe's buffer.
         cmd = ["stdbuf", "-oL", str(self.runner), "-Q", "-L", "-p1"]
-        if scenario != "default":
+        if scenario in RUNNER_SCENARIOS:
             cmd += ["-s", scenario]
         log = self.logs / f"{tag}.log"
         with open(log, "wb") as out:

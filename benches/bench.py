@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Side-by-side benchmarks of sluice and Apache Kafka 4.1.2 (stdlib only; run by run.sh).
+"""Side-by-side benchmarks of sluice and Apache Kafka 4.4.0 (stdlib only; run by run.sh).
 
   bench.py run [--quick]   all scenarios; raw figures to benches/results.json
   bench.py profile         sluice under `perf record` during the produce scenario
@@ -366,9 +366,9 @@ JAVA_THROUGHPUT_PROPS = ["batch.size=262144"]
 
 def java_produce(b, topic, n, codec, rate=-1, timeout=300, props=JAVA_THROUGHPUT_PROPS):
     _, out, err = run([RUN_CLASS, "org.apache.kafka.tools.ProducerPerformance",
+                       "--bootstrap-server", b.bootstrap,
                        "--topic", topic, "--num-records", str(n), "--record-size", str(RECORD),
-                       "--throughput", str(rate), "--producer-props",
-                       f"bootstrap.servers={b.bootstrap}", "acks=all",
+                       "--throughput", str(rate), "--command-property", "acks=all",
                        f"compression.type={codec}", *props], timeout=timeout)
     m = None
     for line in out.splitlines():
@@ -383,10 +383,11 @@ def java_produce(b, topic, n, codec, rate=-1, timeout=300, props=JAVA_THROUGHPUT
                        "99.9": int(m.group(9))}}
 
 
-def java_consume(b, topic, n, timeout=300):
+def java_consume(b, topic, n, timeout=300, consumer_config=None):
+    extra = ["--consumer.config", consumer_config] if consumer_config else []
     _, out, err = run([RUN_CLASS, "org.apache.kafka.tools.ConsumerPerformance",
                        "--bootstrap-server", b.bootstrap, "--topic", topic,
-                       "--messages", str(n), "--timeout", "30000"], timeout=timeout)
+                       "--num-records", str(n), "--timeout", "30000", *extra], timeout=timeout)
     if "Exiting before consuming" in out + err:
         raise RuntimeError("ConsumerPerformance timed out before consuming everything")
     rows = [l for l in out.splitlines() if re.match(r"^\d{4}-\d\d-\d\d ", l)]
@@ -404,8 +405,9 @@ E2E_RE = re.compile(r"Percentiles: 50th = (\d+), 99th = (\d+), 99.9th = (\d+)")
 
 
 def java_e2e(b, topic, n, timeout=300):
-    _, out, err = run([RUN_CLASS, "org.apache.kafka.tools.EndToEndLatency", b.bootstrap, topic,
-                       str(n), "all", str(RECORD)], timeout=timeout)
+    _, out, err = run([RUN_CLASS, "org.apache.kafka.tools.EndToEndLatency",
+                       "--bootstrap-server", b.bootstrap, "--topic", topic, "--num-records", str(n),
+                       "--producer-acks", "all", "--record-size", str(RECORD)], timeout=timeout)
     m = E2E_RE.search(out)
     avg = re.search(r"Avg latency: ([\d.]+) ms", out)
     if not m or not avg:
@@ -626,6 +628,52 @@ def flush_session(b, cfg, res):
         b.stop()
 
 
+# Transactional produce: records per transaction of each cell.
+TXN_SIZES = [100, 10000]
+
+
+def txn_session(b, cfg, res):
+    """Transactions (a fresh broker): librdkafka's transactional producer commits every 100
+    and every 10,000 records into 1-partition topics, then the topic of 100-record transactions
+    (a COMMIT marker after every 100 records) is read with isolation.level=read_committed by
+    librdkafka and by Kafka's ConsumerPerformance."""
+    b.prepare(os.path.join(WORK, f"{b.name}-txn"))
+    b.start()
+    try:
+        create_topics(b, [(f"txn{k}", 1) for k in TXN_SIZES])
+        n = cfg["prod"]
+        produced = {}
+        for k in TXN_SIZES:
+            r = attempt(res, b.name, f"txn produce per {k}", lambda: rdk(
+                ["txn-produce", "--bootstrap", b.bootstrap, "--topic", f"txn{k}",
+                 "--count", str(n), "--per-txn", str(k)], 300))
+            if r:
+                produced[k] = r
+                res.add(b.name, f"txn_rdk_per{k}_p1_mb_s", r["mb_s"])
+                log(f"   txn produce per {k} {b.name}: {r['mb_s']:.1f} MB/s, "
+                    f"{r['txn_s']:.0f} transactions/s")
+        topic = f"txn{TXN_SIZES[0]}"
+        if TXN_SIZES[0] not in produced:
+            res.error(b.name, "read_committed consume", "skipped: nothing was produced to read")
+            return
+        r = attempt(res, b.name, "read_committed consume rdkafka", lambda: rdk(
+            ["consume", "--bootstrap", b.bootstrap, "--topic", topic, "--count", str(n),
+             "--passes", str(RDK_CONSUME_PASSES), "--isolation", "read_committed"], 300))
+        if r:
+            res.add(b.name, "txn_consume_rdk_p1_mb_s", r["mb_s"])
+            log(f"   read_committed consume {b.name} rdkafka: {r['mb_s']:.1f} MB/s")
+        props = os.path.join(WORK, "read-committed.properties")
+        with open(props, "w") as f:
+            f.write("isolation.level=read_committed\n")
+        r = attempt(res, b.name, "read_committed consume java",
+                    lambda: java_consume(b, topic, n, consumer_config=props))
+        if r:
+            res.add(b.name, "txn_consume_java_p1_mb_s", r["mb_s"])
+            log(f"   read_committed consume {b.name} java: {r['mb_s']:.1f} MB/s")
+    finally:
+        b.stop()
+
+
 def watermarks_total(b, topic):
     code = ("import sys,json\nfrom confluent_kafka import Consumer, TopicPartition\n"
             "c=Consumer({'bootstrap.servers':sys.argv[1],'group.id':'bench-wm'})\n"
@@ -834,37 +882,46 @@ def main_run(a):
     sluice = Sluice(a.sluice, free_port())
     kafka = Kafka(free_port(), WORK)
     log(f"sluice on {sluice.bootstrap}, Kafka on {kafka.bootstrap}; results -> {out}")
+    only = set(filter(None, a.only.split(",")))
+
+    def want(phase):
+        return not only or phase in only
     try:
-        machine_limits(cfg, res)
+        if want("limits"):
+            machine_limits(cfg, res)
         log("formatting the Kafka node once (start-kafka.sh)")
         kafka.make_pristine()
 
         def order(i):  # ABBA: Kafka first on even repetitions, sluice first on odd ones
             return (kafka, sluice) if i % 2 == 0 else (sluice, kafka)
 
-        for i in range(cfg["reps"]):
+        for i in range(cfg["reps"] if want("sessions") else 0):
             for b in order(i):
                 try:
                     session(b, cfg, res, i + 1)
                 except Exception as e:
                     res.error(b.name, f"session {i + 1}", e)
         log("== cold start")
-        for i in range(cfg["cold"]):
+        for i in range(cfg["cold"] if want("cold") else 0):
             for b in order(i):
                 attempt(res, b.name, "cold start", lambda: cold_start(b, res))
         log("== flush on every message")
-        for i in range(cfg["reps"]):
+        for i in range(cfg["reps"] if want("flush") else 0):
             for b in order(i):
                 attempt(res, b.name, "flush session", lambda: flush_session(b, cfg, res))
+        log("== transactions")
+        for i in range(cfg["reps"] if want("txn") else 0):
+            for b in order(i):
+                attempt(res, b.name, "txn session", lambda: txn_session(b, cfg, res))
         log("== recovery after kill -9")
-        for i in range(cfg["reps"]):
+        for i in range(cfg["reps"] if want("recovery") else 0):
             for b in order(i):
                 attempt(res, b.name, "recovery", lambda: recovery(b, cfg, res))
     finally:
         sluice.stop()
         kafka.stop()
         for d in ("sluice-session", "sluice-cold", "sluice-flush", "sluice-recovery",
-                  "kafka-node"):
+                  "sluice-txn", "kafka-node"):
             shutil.rmtree(os.path.join(WORK, d), ignore_errors=True)
         res.data["meta"]["duration_s"] = time.monotonic() - t_begin
         res.save()
@@ -931,6 +988,9 @@ def main():
     r.add_argument("--sluice", required=True)
     r.add_argument("--out", required=True)
     r.add_argument("--command", default="bash benches/run.sh")
+    r.add_argument("--only", default="", help="run only these phases, comma-separated, of: "
+                   "limits, sessions, cold, flush, txn, recovery (default: all; for trying "
+                   "one phase out, with --out elsewhere than results.json)")
     p = sub.add_parser("profile")
     p.add_argument("--sluice", required=True)
     p.add_argument("--perf-dir", required=True)

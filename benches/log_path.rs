@@ -169,10 +169,11 @@ fn decode(c: &mut Criterion) {
     let frame = frame.freeze().slice(4..);
     let mut group = c.benchmark_group("decode");
     group.throughput(Throughput::Bytes(frame.len() as u64));
+    let versions = sluice::protocol::VersionTable::sluice();
     group.bench_function("produce_v9_8_partitions", |b| {
         b.iter_batched(
             || frame.clone(),
-            |f| black_box(sluice::protocol::decode_request(f).expect("decode")),
+            |f| black_box(sluice::protocol::decode_request(f, &versions).expect("decode")),
             BatchSize::SmallInput,
         )
     });

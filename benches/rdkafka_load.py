@@ -5,7 +5,8 @@ Every sub-command prints one JSON object on stdout; diagnostics go to stderr.
 
   create     --bootstrap B --topic T --partitions P
   produce    --bootstrap B --topic T --count N --size S --compression none|lz4
-  consume    --bootstrap B --topic T --count N [--passes K]
+  txn-produce --bootstrap B --topic T --count N --per-txn K   transactions of K records each
+  consume    --bootstrap B --topic T --count N [--passes K] [--isolation read_committed|...]
   latency    --bootstrap B --topic T --rate R --seconds D --size S
   firstack   --bootstrap B --topic T --deadline SECONDS
 
@@ -112,6 +113,47 @@ def cmd_produce(a):
     return 0
 
 
+def cmd_txn_produce(a):
+    """A transactional producer: begin, K records, commit, until N records are committed.
+    commit_transaction() waits for every record of the transaction to be acknowledged and for
+    the broker to accept the commit, so the clock covers both."""
+    pool = payload_pool(a.size)
+    p = Producer({
+        "bootstrap.servers": a.bootstrap,
+        "transactional.id": f"bench-txn-{os.getpid()}",
+        "acks": "all",
+        "compression.codec": a.compression,
+        "queue.buffering.max.messages": 200000,
+        # librdkafka requires message.timeout.ms <= transaction.timeout.ms (60 s by default).
+        "message.timeout.ms": 60000,
+    })
+    p.init_transactions(60)  # before the clock starts
+    p.list_topics(topic=a.topic, timeout=30)
+    n, k, npool = a.count, a.per_txn, len(pool)
+    produce = p.produce
+    t0 = time.perf_counter()
+    i = txns = 0
+    while i < n:
+        p.begin_transaction()
+        end = min(n, i + k)
+        while i < end:
+            try:
+                produce(a.topic, pool[i % npool])
+                i += 1
+            except BufferError:
+                p.poll(0.005)
+                continue
+            if i % 1000 == 0:
+                p.poll(0)
+        p.commit_transaction(a.timeout)
+        txns += 1
+    secs = time.perf_counter() - t0
+    nbytes = n * a.size
+    print(json.dumps({"records": n, "bytes": nbytes, "secs": secs, "transactions": txns,
+                      "mb_s": nbytes / secs / 1e6, "rec_s": n / secs, "txn_s": txns / secs}))
+    return 0
+
+
 def partitions_of(client, topic):
     md = client.list_topics(topic=topic, timeout=30)
     t = md.topics[topic]
@@ -133,6 +175,7 @@ def cmd_consume(a):
         # second and idles for the rest: the figure would measure that idle time. 10 ms is the
         # remedy librdkafka's documentation gives; it applies to both brokers alike.
         "fetch.queue.backoff.ms": 10,
+        **({"isolation.level": a.isolation} if a.isolation else {}),
     })
     parts = partitions_of(c, a.topic)
     got = 0
@@ -316,7 +359,7 @@ def cmd_firstack(a):
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
-    for name in ("create", "produce", "consume", "latency", "firstack"):
+    for name in ("create", "produce", "txn-produce", "consume", "latency", "firstack"):
         s = sub.add_parser(name)
         s.add_argument("--bootstrap", required=True)
         s.add_argument("--topic", required=True)
@@ -329,11 +372,15 @@ def main():
         s.add_argument("--timeout", type=float, default=300)
         s.add_argument("--passes", type=int, default=1)
         s.add_argument("--deadline", type=float, default=120)
+        s.add_argument("--per-txn", type=int, default=100, help="txn-produce: records per transaction")
+        s.add_argument("--isolation", default=None,
+                       help="consume: isolation.level (default: librdkafka's, read_committed)")
         s.add_argument("--linger-ms", type=float, default=None,
                        help="latency: producer linger.ms (default: librdkafka's, 5 ms)")
     a = ap.parse_args()
     try:
-        return {"create": cmd_create, "produce": cmd_produce, "consume": cmd_consume,
+        return {"create": cmd_create, "produce": cmd_produce, "txn-produce": cmd_txn_produce,
+                "consume": cmd_consume,
                 "latency": cmd_latency, "firstack": cmd_firstack}[a.cmd](a)
     except KafkaException as e:
         raise SystemExit(f"{a.cmd}: {e}")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks sluice side by side with Apache Kafka 4.1.2 and writes benches/RESULTS.md and
+# Benchmarks sluice side by side with Apache Kafka 4.4.0 and writes benches/RESULTS.md and
 # benches/results.png (raw figures: benches/results.json). See benches/README.md.
 #   bash benches/run.sh            # 3 repetitions, 12-20 minutes depending on the load
 #   bash benches/run.sh --quick    # 1 repetition, smaller data, about 5 minutes

@@ -3,7 +3,7 @@
 # card. CI runs the tests.allow subsets instead (scripts/test-all.sh); this is the run behind
 # REPORT.md and the FINDINGS.md files.
 #   compat-tests/run-all.sh [SLUICE_BIN]   against sluice (default target/release/sluice)
-#   compat-tests/run-all.sh --kafka        the same suites against Apache Kafka 4.1.2: the
+#   compat-tests/run-all.sh --kafka        the same suites against Apache Kafka 4.4.0: the
 #                                          differential check (a test failing on both is a bad
 #                                          test; failing on sluice only, a sluice bug)
 # Every suite runs even when an earlier one fails; the exit status is non-zero if any failed.
@@ -26,6 +26,7 @@ suite() {
 }
 suite "core (Python clients, kcat, Kafka's tools, franz-go group test)" bash "$here/run-core.sh" "${target[@]}"
 suite "Java client and CLI tools" bash "$here/java/run.sh" "${target[@]}" --all
+suite "transactions (confluent-kafka, kill -9, DumpLogSegments, vs Kafka)" bash "$here/transactions/run.sh" "${target[@]}" --all
 suite "librdkafka test suite" bash "$here/librdkafka/run.sh" "${target[@]}" --all
 suite "franz-go kgo tests" bash "$here/franz-go/run.sh" "${target[@]}" --all
 suite "kafkajs scenarios" bash "$here/kafkajs/run.sh" "${target[@]}" --all

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run the core compat suite: setup.sh, pytest against one broker, then the franz-go test (go/run.sh).
 #   compat-tests/run-core.sh [SLUICE_BIN] [pytest args...]   sluice (default: target/release/sluice)
-#   compat-tests/run-core.sh --kafka [pytest args...]         Apache Kafka 4.1 from the jar cache
+#   compat-tests/run-core.sh --kafka [pytest args...]         Apache Kafka 4.4 from the jar cache
 # Writes a JUnit XML report to compat-tests/.cache/results/; exits non-zero on any failure of either.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

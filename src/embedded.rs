@@ -31,6 +31,11 @@
 //! drop starts that shutdown in a task: the listener and the directory go when the task ends,
 //! or when the runtime is dropped, whichever comes first. Either way the directory is removed.
 //!
+//! Fault injection (`faults()`, with `sluice.fault.injection.enable=true`) makes chosen
+//! requests fail with a Kafka error, wait, lose their connection or come back throttled, so a
+//! test can check how its client copes; `http_addr()` is the metrics endpoint when
+//! `sluice.http.listener` is set.
+//!
 //! Tests that are not async use `start_blocking`, which owns a small runtime of its own (two
 //! worker threads) and stops the broker when the `BlockingEmbeddedBroker` is dropped. It must
 //! not be called, nor dropped, inside an async context.
@@ -45,6 +50,7 @@ use std::sync::Arc;
 
 use tempfile::TempDir;
 
+pub use crate::api::faults::{FaultAction, FaultRule, Faults, ServedRequest};
 use crate::config::Config;
 use crate::server::{self, RunningBroker};
 use crate::time::SystemClock;
@@ -161,6 +167,21 @@ impl EmbeddedBroker {
     /// The log directory (the temporary one unless the caller set `log.dirs`).
     pub fn log_dir(&self) -> &Path {
         &self.log_dir
+    }
+
+    /// Fault injection (docs/fault-injection.md), when the broker was built with
+    /// `.config("sluice.fault.injection.enable", "true")`; None otherwise. Rules added here
+    /// act as those added over HTTP: `faults.add(FaultRule::error("Produce",
+    /// "NOT_LEADER_OR_FOLLOWER")?.count(2))`.
+    pub fn faults(&self) -> Option<&Faults> {
+        let faults = self.running().faults();
+        faults.is_enabled().then_some(&**faults)
+    }
+
+    /// Where `sluice.http.listener` serves `/metrics`, `/health`, `/ready` (and the fault
+    /// API), when set (`127.0.0.1:0` picks a free port).
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        self.running().http_addr
     }
 
     /// Stops serving, answers the requests already read, closes the logs, and then removes

@@ -12,6 +12,7 @@
 //! storage  the log directory: topics, partition directories, checkpoints
 //! log      one partition: segments, offset and time indexes, recovery
 //! record_batch  the RecordBatch format: header, records, codecs, Kafka's checks (pure)
+//! metrics  counters and timers named after Kafka's JMX metrics (atomics; `/metrics`)
 //! ```
 //!
 //! See ARCHITECTURE.md for the invariants each layer keeps.
@@ -23,6 +24,7 @@ pub mod disk;
 pub mod embedded;
 pub mod group;
 pub mod log;
+pub mod metrics;
 pub mod network;
 pub mod producer;
 pub mod protocol;
@@ -33,4 +35,6 @@ pub mod server;
 pub mod storage;
 pub mod time;
 
-pub use embedded::{BlockingEmbeddedBroker, EmbeddedBroker, EmbeddedBrokerBuilder};
+pub use embedded::{
+    BlockingEmbeddedBroker, EmbeddedBroker, EmbeddedBrokerBuilder, FaultAction, FaultRule, Faults,
+};

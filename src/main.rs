@@ -27,6 +27,11 @@ struct Args {
     /// Overrides one property, e.g. --override log.dirs=/tmp/sluice (repeatable).
     #[arg(long = "override", value_name = "KEY=VALUE")]
     overrides: Vec<String>,
+    /// Reads settings from KAFKA_* environment variables after the file and before the
+    /// overrides, as Kafka's container images do (KAFKA_LISTENERS is listeners, `_` is `.`,
+    /// `__` is `_`, `___` is `-`).
+    #[arg(long)]
+    kafka_env: bool,
     /// Keeps the data in a new temporary directory (under $TMPDIR), removed at exit; it
     /// replaces the log.dirs of the config file. For tests and trials.
     #[arg(long)]
@@ -117,6 +122,18 @@ fn load_config(args: &Args, ephemeral_log_dir: Option<&Path>) -> Result<Config, 
     let mut pairs = Vec::new();
     if let Some(path) = args.config.as_ref().or(args.config_positional.as_ref()) {
         pairs = Config::read_properties(path).map_err(|e| e.to_string())?;
+    }
+    if args.kafka_env {
+        let from_env = sluice::config::env::properties_from_env(std::env::vars());
+        for (key, _) in &from_env {
+            if ephemeral_log_dir.is_some() && matches!(key.as_str(), "log.dirs" | "log.dir") {
+                return Err(format!(
+                    "--ephemeral chooses the log directory; unset KAFKA_{}",
+                    key.to_ascii_uppercase().replace('.', "_")
+                ));
+            }
+        }
+        pairs.extend(from_env);
     }
     for item in &args.overrides {
         let (key, value) = item

@@ -89,7 +89,7 @@ async fn dynamic_broker_configs_layer_apply_at_once_and_survive_restart() {
         (error, message.as_str()),
         (
             42,
-            "Cannot update these configs dynamically: Set(num.partitions)"
+            "Cannot update these configs dynamically: [num.partitions]"
         )
     );
     let (error, message) =

@@ -367,7 +367,7 @@ async fn list_offsets_special_timestamps_need_their_version_and_no_offset_has_no
     }
     const UNSUPPORTED_VERSION: i16 = 35;
     // Each special timestamp and the first version that carries it, as Kafka 4.4 answers:
-    // -6 needs v11 (not served), -7 no version.
+    // -6 needs v11 (asked in kafka44_versions.rs: kafka-protocol writes up to v10), -7 none.
     let first_versions = [
         (-1, 1),
         (-2, 1),
@@ -377,7 +377,7 @@ async fn list_offsets_special_timestamps_need_their_version_and_no_offset_has_no
         (-6, 11),
         (-7, 99),
     ];
-    for version in 1..=9 {
+    for version in 1..=10 {
         for (timestamp, first) in first_versions {
             let p = ask(&mut client, "lo-special", timestamp, version).await;
             let what = format!("v{version} timestamp {timestamp}");

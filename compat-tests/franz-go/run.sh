@@ -6,7 +6,7 @@
 #   run.sh [SLUICE_BIN]            CI: the tests in tests.allow against sluice
 #                                  (default target/release/sluice); exits non-zero on any failure
 #   run.sh [SLUICE_BIN] --all      every broker test against sluice (the full report)
-#   run.sh --kafka [--all]         the same against Apache Kafka 4.1 (compat-tests/kafka/start-kafka.sh)
+#   run.sh --kafka [--all]         the same against Apache Kafka 4.4 (compat-tests/kafka/start-kafka.sh)
 #   run.sh ... --tests TestA,TestB only these tests
 #   run.sh ... -j N                N tests at a time, each with its own sluice (default 2; env FRANZ_GO_JOBS)
 #   run.sh --build-only            build the test binary, run nothing

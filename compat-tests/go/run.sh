@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run the franz-go compat test (group_test.go) against a broker this script starts and stops.
 #   compat-tests/go/run.sh [SLUICE_BIN]   sluice (default: target/release/sluice)
-#   compat-tests/go/run.sh --kafka        Apache Kafka 4.1 via ../kafka/start-kafka.sh
+#   compat-tests/go/run.sh --kafka        Apache Kafka 4.4 via ../kafka/start-kafka.sh
 #   KAFKA_BOOTSTRAP=host:port compat-tests/go/run.sh --external   a broker that is already running
 # The broker gets a free loopback port, a fresh data dir and group.initial.rebalance.delay.ms=300,
 # as in the Python suite. Go modules come from the module proxy (go.sum pins them).

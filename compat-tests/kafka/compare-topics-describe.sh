@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 7's acceptance check: `kafka-topics --describe` prints the same for a topic on sluice as
-# on Apache Kafka 4.1.2, except for ids and timings.
+# on Apache Kafka (the pinned 4.4.0), except for ids and timings.
 #   compare-topics-describe.sh [SLUICE_BIN]     (default target/release/sluice)
 # Starts sluice and a real Kafka (start-kafka.sh) side by side, creates the same topics with the
 # same partitions and configs on both with TopicCommand, grows one with --alter --partitions,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run one Apache Kafka class with the jars that setup.sh cached, e.g.
-#   run-class.sh kafka.tools.DumpLogSegments --files 00000000000000000000.log --print-data-log
+#   run-class.sh org.apache.kafka.tools.DumpLogSegments --files 00000000000000000000.log --print-data-log
 #   run-class.sh org.apache.kafka.tools.ProducerPerformance --help
 # Env: KAFKA_HEAP_OPTS (default -Xmx512m), KAFKA_LOG_LEVEL (default WARN), KAFKA_JVM_OPTS (extra),
 # KAFKA_LIBS (another directory of Kafka jars, e.g. a newer release fetched with a copy of pom.xml;

@@ -5,7 +5,7 @@
 #   run.sh [SLUICE_BIN]            CI: the scenarios in tests.allow against sluice
 #                                  (default target/release/sluice); exits non-zero on any failure
 #   run.sh [SLUICE_BIN] --all      every scenario against sluice (the full report)
-#   run.sh --kafka [--all]         the same against Apache Kafka 4.1 (compat-tests/kafka/start-kafka.sh)
+#   run.sh --kafka [--all]         the same against Apache Kafka 4.4 (compat-tests/kafka/start-kafka.sh)
 #   run.sh ... --tests 'a,b'       only these scenarios (names as in the test files)
 #   run.sh --setup-only            install node (apt, if missing) and kafkajs, run nothing
 #

@@ -31,8 +31,8 @@ from brokers import Broker  # noqa: E402  (stdlib only; shared with the Python s
 from suite_results import finish, read_allow  # noqa: E402
 
 KAFKA_LIBS = COMPAT / ".cache" / "kafka" / "libs"
-# What test.c's TEST_BRKVER checks compare with; the reference broker is Apache Kafka 4.1.2.
-BROKER_VERSION = "4.1.2"
+# What test.c's TEST_BRKVER checks compare with; the reference broker is Apache Kafka 4.4.0.
+BROKER_VERSION = "4.4.0"
 # As in librdkafka's trivup scenarios (tests/scenarios/default.json): 4 partitions per
 # auto-created topic; and as librdkafka's trivup cluster runs its brokers, with an authorizer
 # that allows everyone until a test adds ACLs (the ACL tests add them with kafka-acls.sh).
@@ -169,7 +169,7 @@ class Run:
 
     def make_kafka_path(self):
         """A stand-in for the Kafka distribution some tests expect in KAFKA_PATH: bin/kafka-topics.sh,
-        kafka-configs.sh, kafka-acls.sh and kafka-run-class.sh on the Kafka 4.1 jars that setup.sh
+        kafka-configs.sh, kafka-acls.sh and kafka-run-class.sh on the Kafka 4.4 jars that setup.sh
         cached (compat-tests/.cache/kafka/libs), and libs/ for the tests' own Java helpers."""
         root = self.work / "kafka-path"
         (root / "bin").mkdir(parents=True)
@@ -180,7 +180,7 @@ class Run:
             f'exec java -Xmx512m -Dlog4j2.configurationFile="{COMPAT / "kafka" / "log4j2.properties"}" '
             f'-cp "${{CLASSPATH:+$CLASSPATH:}}{KAFKA_LIBS}/*" "$@"\n')
         tools = {"kafka-topics.sh": "org.apache.kafka.tools.TopicCommand",
-                 "kafka-configs.sh": "kafka.admin.ConfigCommand",
+                 "kafka-configs.sh": "org.apache.kafka.tools.ConfigCommand",
                  "kafka-acls.sh": "org.apache.kafka.tools.AclCommand"}
         for script, cls in tools.items():
             (root / "bin" / script).write_text(

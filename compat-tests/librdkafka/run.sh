@@ -6,7 +6,7 @@
 #   run.sh [SLUICE_BIN]            CI: the tests in tests.allow against sluice
 #                                  (default target/release/sluice); exits non-zero on any failure
 #   run.sh [SLUICE_BIN] --all      every broker test against sluice (the full report)
-#   run.sh --kafka [--all]         the same against Apache Kafka 4.1 (compat-tests/kafka/start-kafka.sh)
+#   run.sh --kafka [--all]         the same against Apache Kafka 4.4 (compat-tests/kafka/start-kafka.sh)
 #   run.sh ... --tests 0001,0045   only these test numbers
 #   run.sh ... -j N                N test numbers at a time, each with its own sluice (default 3; env LIBRDKAFKA_JOBS)
 #   run.sh --build-only            fetch and build the suite, run nothing

@@ -1,4 +1,4 @@
-"""The log directory, file for file: the broker under test and a reference Apache Kafka 4.1 run
+"""The log directory, file for file: the broker under test and a reference Apache Kafka 4.4 run
 the same workload, stop cleanly, and their log directories are compared.
 
 Workload (identical on both brokers; every batch holds one record whose timestamp is one
@@ -60,7 +60,7 @@ OFFSET_CHECKPOINTS = ["recovery-point-offset-checkpoint", "log-start-offset-chec
 
 @pytest.fixture
 def reference_kafka(tmp_path):
-    """Apache Kafka 4.1, whatever the broker under test is."""
+    """Apache Kafka (the pinned 4.4.0), whatever the broker under test is."""
     if os.environ.get("KAFKA_BOOTSTRAP") and not os.environ.get("SLUICE_BIN") \
             and os.environ.get("KAFKA_MANAGED") != "1":
         pytest.skip("needs brokers this harness starts itself")

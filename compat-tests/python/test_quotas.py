@@ -23,7 +23,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 from helpers import consume_partitions, create_topic, deadline_after, make_producer, unique
 from kafka_tools import run_class
 
-CONFIG_COMMAND = "kafka.admin.ConfigCommand"  # the 4.1 class (Scala, in kafka_2.13)
+CONFIG_COMMAND = "org.apache.kafka.tools.ConfigCommand"  # kafka-configs (Java since 4.2)
 RATE_BYTES_PER_S = 1024 * 1024
 SHORT_WINDOWS = {"quota.window.num": 2}
 RUN_S = 30

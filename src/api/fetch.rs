@@ -82,10 +82,14 @@ pub async fn handle(
             || request.max_wait_ms <= 0
             || *shutdown.borrow();
         if done || tokio::time::Instant::now() >= deadline {
+            for (topic, bytes, failed) in &read.per_topic {
+                broker.metrics.record_fetch(topic, *bytes, *failed);
+            }
             let busy = started.elapsed().saturating_sub(parked);
             return charge(broker, read, correlation_id, version, client_id, busy);
         }
         let parked_at = Instant::now();
+        let _in_purgatory = broker.metrics.fetch_parked();
         tokio::select! {
             _ = any_appended(&mut read.appended) => {}
             _ = tokio::time::sleep_until(deadline) => {}
@@ -140,6 +144,8 @@ struct Read {
     any_error: bool,
     /// One wake-up per partition read, registered before its read (when the fetch may park).
     appended: Vec<Pin<Box<OwnedNotified>>>,
+    /// Each known partition's topic, record bytes and whether it failed, for the metrics.
+    per_topic: Vec<(String, u64, bool)>,
 }
 
 /// Resolves when any of the partitions was appended to since its wake-up was registered.
@@ -171,6 +177,7 @@ fn read_all(
     let mut responses = Vec::with_capacity(topics.len());
     let mut records = Vec::new();
     let mut appended = Vec::new();
+    let mut per_topic = Vec::new();
     for fetch_topic in topics {
         let topic = if version >= 13 {
             broker.logs.topic_by_id(fetch_topic.topic_id)
@@ -242,6 +249,10 @@ fn read_all(
                 }
             }
             any_error |= data.error_code != NONE;
+            if let Some(topic) = &topic {
+                let bytes = slice.as_ref().map_or(0, |s| s.len() as u64);
+                per_topic.push((topic.name.clone(), bytes, data.error_code != NONE));
+            }
             partitions.push(data);
             records.push(match slice {
                 Some(slice) => Chunk::File {
@@ -265,5 +276,6 @@ fn read_all(
         bytes: total,
         any_error,
         appended,
+        per_topic,
     }
 }

@@ -68,14 +68,16 @@ pub fn handle(broker: &Broker, request: ListOffsetsRequest, version: i16) -> Lis
 
 /// Whether a ListOffsets request at `version` may carry `timestamp`. Times (>= 0), -1 (latest)
 /// and -2 (earliest) are known at every version; -3 (max timestamp, KIP-734) from v7, -4
-/// (earliest local, KIP-405) from v8, -5 (latest tiered, KIP-1005) from v9. Kafka takes -6
-/// (earliest pending upload, KIP-1023) from v11, a version sluice does not serve, and no other.
+/// (earliest local, KIP-405) from v8, -5 (latest tiered, KIP-1005) from v9, -6 (earliest pending
+/// upload, KIP-1023) from v11; no other. (v10, KIP-1075, adds only a timeout for remote reads,
+/// which a broker without tiered storage never waits on.)
 fn timestamp_known_at(timestamp: i64, version: i16) -> bool {
     match timestamp {
         t if t >= -2 => true,
         -3 => version >= 7,
         -4 => version >= 8,
         -5 => version >= 9,
+        -6 => version >= 11,
         _ => false,
     }
 }
@@ -86,14 +88,14 @@ mod tests {
 
     #[test]
     fn special_timestamps_start_at_kafkas_versions() {
-        for version in 1..=9 {
+        for version in 1..=11 {
             assert!(timestamp_known_at(0, version));
             assert!(timestamp_known_at(-1, version));
             assert!(timestamp_known_at(-2, version));
             assert_eq!(timestamp_known_at(-3, version), version >= 7);
             assert_eq!(timestamp_known_at(-4, version), version >= 8);
             assert_eq!(timestamp_known_at(-5, version), version >= 9);
-            assert!(!timestamp_known_at(-6, version));
+            assert_eq!(timestamp_known_at(-6, version), version >= 11);
             assert!(!timestamp_known_at(-7, version));
             assert!(!timestamp_known_at(i64::MIN, version));
         }

@@ -7,6 +7,7 @@ mod alter_client_quotas;
 mod alter_configs;
 mod api_versions;
 pub mod authorize;
+mod committed_offsets;
 mod create_partitions;
 mod create_topics;
 mod delete_records;
@@ -19,6 +20,8 @@ mod describe_topic_partitions;
 mod describe_user_scram_credentials;
 mod elect_leaders;
 mod errors;
+mod fault_responses;
+pub mod faults;
 mod fetch;
 mod find_coordinator;
 mod init_producer_id;
@@ -41,13 +44,16 @@ use tokio::sync::{watch, Semaphore};
 
 use crate::config::Config;
 use crate::group::GroupCoordinator;
-use crate::protocol::{DecodedRequest, ResponseFrame};
+use crate::metrics::BrokerMetrics;
+use crate::protocol::{DecodedRequest, ResponseFrame, VersionTable};
 use crate::quota::QuotaManager;
 use crate::security::Security;
 use crate::storage::LogManager;
 use crate::time::Clock;
 
-/// What the handlers share: settings, the logs, the clock, and the shutdown signal.
+/// What the handlers share: settings, the logs, the clock, and the shutdown signal. One for
+/// every listener: what depends on the listener a request came in on (its advertised endpoint,
+/// its security) is found through the request's `Session`.
 pub struct Broker {
     pub config: Arc<Config>,
     pub logs: Arc<LogManager>,
@@ -61,6 +67,13 @@ pub struct Broker {
     pub request_memory: Option<Arc<Semaphore>>,
     /// Listeners' TLS and SASL settings, the SCRAM credentials and the authorizer.
     pub security: Arc<Security>,
+    /// What `/metrics` shows (`metrics`); every request is counted and timed in `handle`.
+    pub metrics: Arc<BrokerMetrics>,
+    /// Fault injection for tests (`faults`), consulted once per request in `handle`.
+    pub faults: Arc<faults::Faults>,
+    /// The API versions advertised and served: sluice's table, or that table narrowed to the
+    /// release of `sluice.emulate.kafka.version` (built at start-up).
+    pub versions: Arc<VersionTable>,
 }
 
 /// What the connection does after a request.
@@ -115,7 +128,9 @@ fn throttled_body(response: impl Into<ResponseKind>, throttle_ms: i32) -> Reply 
 
 /// Handles one request of `request_bytes` (header and body) on the connection of `session`;
 /// responses of different requests are ordered by the caller. On a SASL listener the SASL
-/// state machine (`sasl::gate`) sees the request first.
+/// state machine (`sasl::gate`) sees the request first. Here, and only here, each request is
+/// counted and timed (`metrics`) and, once past the SASL exchange, meets the armed faults
+/// (`faults`).
 ///
 /// Every request's handler thread time is charged to the client's `request_percentage`.
 /// Produce and Fetch charge it themselves, with their byte rates. Every other response gets
@@ -127,20 +142,156 @@ pub async fn handle(
     mut request: DecodedRequest,
     request_bytes: usize,
 ) -> Outcome {
-    if let Some(outcome) = sasl::gate(broker, session, &mut request) {
-        return outcome;
-    }
+    let started = std::time::Instant::now();
+    let api_key = request.api_key as i16;
+    let version = request.header.request_api_version;
     let client_id = request
         .header
         .client_id
         .as_ref()
         .map(|c| c.to_string())
         .unwrap_or_default();
+    if let Some(outcome) = sasl::gate(broker, session, &mut request) {
+        // The SASL exchange (and what it refuses) is counted, but no fault applies to it.
+        let served = faults::ServedRequest {
+            api_key,
+            version,
+            client_id,
+            error_code: None,
+        };
+        record_served(broker, &outcome, started, served);
+        return outcome;
+    }
+    let session = &*session;
+    let fault = broker.faults.take(api_key, &client_id, || {
+        let name_of = |id| broker.logs.topic_by_id(id).map(|t| t.name.clone());
+        fault_responses::partitions(&request.body, &name_of)
+    });
+    let (outcome, error_code) = match fault {
+        Some(faults::FaultAction::Error(code)) => (
+            injected_error(broker, request, session, code).await,
+            Some(code),
+        ),
+        Some(faults::FaultAction::Close) => (
+            Outcome::Close("fault injection: connection closed".into()),
+            Some(-2),
+        ),
+        Some(faults::FaultAction::Delay(delay)) => {
+            tokio::time::sleep(delay).await;
+            handle_request(broker, request, session, &client_id, request_bytes, 0).await
+        }
+        Some(faults::FaultAction::Throttle(throttle)) => {
+            let throttle_ms = i32::try_from(throttle.as_millis()).unwrap_or(i32::MAX);
+            let (outcome, error) = handle_request(
+                broker,
+                request,
+                session,
+                &client_id,
+                request_bytes,
+                throttle_ms,
+            )
+            .await;
+            (throttle_injected(outcome, throttle_ms), error)
+        }
+        None => handle_request(broker, request, session, &client_id, request_bytes, 0).await,
+    };
+    let served = faults::ServedRequest {
+        api_key,
+        version,
+        client_id,
+        error_code,
+    };
+    record_served(broker, &outcome, started, served);
+    outcome
+}
+
+/// Counts and times a request for the metrics, and logs it among the recent requests.
+fn record_served(
+    broker: &Broker,
+    outcome: &Outcome,
+    started: std::time::Instant,
+    served: faults::ServedRequest,
+) {
+    let throttle_ms = match outcome {
+        Outcome::Throttle { throttle_ms, .. } => *throttle_ms,
+        _ => 0,
+    };
+    let elapsed = started.elapsed();
+    broker
+        .metrics
+        .record_request(served.api_key, served.version, elapsed, throttle_ms);
+    broker.faults.record(served);
+}
+
+/// The answer to a request that fault injection fails with `code`: nothing is done, except
+/// that a Metadata request is answered (its brokers are needed) with the error on every topic.
+async fn injected_error(
+    broker: &Broker,
+    request: DecodedRequest,
+    session: &Session,
+    code: i16,
+) -> Outcome {
+    let correlation_id = request.header.correlation_id;
+    let version = request.header.request_api_version;
+    let api_key = request.api_key;
+    let body = match &request.body {
+        RequestKind::Metadata(_) => match dispatch(broker, request, session, "", 0).await {
+            Reply::Body { mut body, .. } => {
+                fault_responses::set_topic_errors(&mut body, code);
+                Some(*body)
+            }
+            Reply::Finished(outcome) => return outcome,
+        },
+        other => fault_responses::error_response(other, version, code),
+    };
+    match body {
+        Some(body) => match crate::protocol::encode_response_kind(correlation_id, version, &body) {
+            Ok(frame) => Outcome::Respond(frame),
+            Err(e) => encoding_failed(correlation_id, version, e),
+        },
+        None => Outcome::Close(format!(
+            "fault injection: no error response for {api_key:?}"
+        )),
+    }
+}
+
+/// An outcome muted for `throttle_ms` more (the injected throttle of a client).
+fn throttle_injected(outcome: Outcome, throttle_ms: i32) -> Outcome {
+    match outcome {
+        Outcome::Respond(response) => Outcome::Throttle {
+            response: Some(response),
+            throttle_ms,
+        },
+        Outcome::NoResponse => Outcome::Throttle {
+            response: None,
+            throttle_ms,
+        },
+        Outcome::Throttle {
+            response,
+            throttle_ms: own,
+        } => Outcome::Throttle {
+            response,
+            throttle_ms: own.max(throttle_ms),
+        },
+        other => other,
+    }
+}
+
+/// `handle` without metrics and faults; also returns the response's top-level error, when
+/// the handler answered with a body that has one. A body answers at least `min_throttle_ms`
+/// (an injected throttle).
+async fn handle_request(
+    broker: &Broker,
+    request: DecodedRequest,
+    session: &Session,
+    client_id: &str,
+    request_bytes: usize,
+    min_throttle_ms: i32,
+) -> (Outcome, Option<i16>) {
     let correlation_id = request.header.correlation_id;
     let version = request.header.request_api_version;
     let is_data_path = matches!(request.api_key, ApiKey::Produce | ApiKey::Fetch);
-    let session = &*session;
-    let dispatched = dispatch(broker, request, session, &client_id, request_bytes);
+    let dispatched = dispatch(broker, request, session, client_id, request_bytes);
     // Produce and Fetch measure their own time, without the time they sit parked.
     let (reply, busy) = if is_data_path {
         (dispatched.await, std::time::Duration::ZERO)
@@ -148,30 +299,32 @@ pub async fn handle(
         crate::quota::busy_time(dispatched).await
     };
     match reply {
-        Reply::Finished(outcome) => outcome,
+        Reply::Finished(outcome) => (outcome, None),
         Reply::Body {
             mut body,
             throttle_ms,
         } => {
+            let error = fault_responses::top_error(&body);
             let request_throttle_ms = broker.quotas.record_request_time(
-                session.quota_client(&client_id),
+                session.quota_client(client_id),
                 busy,
                 broker.clock.now_ms(),
             );
-            let throttle_ms = throttle_ms.max(request_throttle_ms);
+            let throttle_ms = throttle_ms.max(request_throttle_ms).max(min_throttle_ms);
             throttle::set_throttle_time_ms(&mut body, throttle_ms);
             let outcome =
                 match crate::protocol::encode_response_kind(correlation_id, version, &body) {
                     Ok(frame) => Outcome::Respond(frame),
                     Err(e) => encoding_failed(correlation_id, version, e),
                 };
-            match outcome {
+            let outcome = match outcome {
                 Outcome::Respond(response) if throttle_ms > 0 => Outcome::Throttle {
                     response: Some(response),
                     throttle_ms,
                 },
                 other => other,
-            }
+            };
+            (outcome, error)
         }
     }
 }
@@ -215,7 +368,19 @@ async fn dispatch_authorized(
     let version = request.header.request_api_version;
     let groups = &broker.groups;
     match request.body {
-        RequestKind::ApiVersions(r) => body(api_versions::handle(&r, version)),
+        RequestKind::ApiVersions(r) => {
+            let identity = api_versions::Identity {
+                cluster_id: broker.logs.cluster_id(),
+                node_id: broker.config.node_id,
+            };
+            body(api_versions::handle(
+                &r,
+                version,
+                &request.newer,
+                identity,
+                &broker.versions,
+            ))
+        }
         RequestKind::Metadata(r) => body(metadata::handle(broker, session, authz, r, version)),
         RequestKind::Produce(r) => {
             let client = produce::Client {
@@ -270,13 +435,8 @@ async fn dispatch_authorized(
         RequestKind::SyncGroup(r) => body(groups.sync_group(r, version).await),
         RequestKind::Heartbeat(r) => body(groups.heartbeat(r, version)),
         RequestKind::LeaveGroup(r) => body(groups.leave_group(r, version)),
-        RequestKind::OffsetCommit(r) => {
-            let logs = &broker.logs;
-            // Kafka checks only that the topic exists, not the partition number.
-            let exists = |topic: &str, _partition: i32| logs.topic(topic).is_some();
-            body(groups.offset_commit(r, version, &exists))
-        }
-        RequestKind::OffsetFetch(r) => body(groups.offset_fetch(r, version)),
+        RequestKind::OffsetCommit(r) => body(committed_offsets::offset_commit(broker, r, version)),
+        RequestKind::OffsetFetch(r) => body(committed_offsets::offset_fetch(broker, r, version)),
         RequestKind::ListGroups(r) => body(groups.list_groups(r, version)),
         RequestKind::DescribeGroups(r) => body(groups.describe_groups(r, version)),
         RequestKind::DeleteGroups(r) => body(groups.delete_groups(r, version)),

@@ -89,15 +89,28 @@ pub async fn handle(
                             response.error_message = Some(StrBytes::from_string(refused.message));
                         }
                     }
-                    Ok(()) => append_one(
-                        topic,
-                        partition,
-                        data.records,
-                        version,
-                        now_ms,
-                        &mut response,
-                    ),
+                    Ok(()) => {
+                        let appended = append_one(
+                            topic,
+                            partition,
+                            data.records,
+                            version,
+                            now_ms,
+                            &mut response,
+                        );
+                        if let Some((messages, bytes)) = appended {
+                            broker
+                                .metrics
+                                .record_produce(&topic.name, messages, bytes, false);
+                        }
+                    }
                 },
+            }
+            if response.error_code != NONE {
+                let name = topic
+                    .as_ref()
+                    .map_or(topic_data.name.as_str(), |t| t.name.as_str());
+                broker.metrics.record_produce(name, 0, 0, true);
             }
             any_error |= response.error_code != NONE;
             partitions.push(response);
@@ -166,7 +179,8 @@ fn admit(acks: i16, topic: &Topic, records: &Option<Bytes>, version: i16) -> Res
 }
 
 /// Validates one partition's batch against its topic's settings, re-encodes it into the
-/// topic's codec when that names another, and appends it through storage.
+/// topic's codec when that names another, and appends it through storage. Returns the
+/// records and bytes appended (for `BrokerTopicMetrics`), None when refused.
 fn append_one(
     topic: &Topic,
     partition: &Partition,
@@ -174,7 +188,7 @@ fn append_one(
     version: i16,
     now_ms: i64,
     response: &mut PartitionProduceResponse,
-) {
+) -> Option<(u64, u64)> {
     let records = records.unwrap_or_default();
     let settings = topic.settings();
     let header = match validate(&records, &settings.batch_limits(version, now_ms)) {
@@ -186,7 +200,7 @@ fn append_one(
             if version >= 8 {
                 response.error_message = Some(StrBytes::from_string(refused.message));
             }
-            return;
+            return None;
         }
     };
     // Bytes after the batch that are not a whole batch are not stored (Kafka trims them).
@@ -196,7 +210,7 @@ fn append_one(
         Ok(records) => records,
         Err(refused) => {
             response.error_code = Refused::from(refused).error_code;
-            return;
+            return None;
         }
     };
     match partition.append_produced(&records, &header, settings.log_append_time, now_ms) {
@@ -204,12 +218,15 @@ fn append_one(
             response.base_offset = produced.base_offset;
             response.log_start_offset = produced.log_start_offset;
             response.log_append_time_ms = produced.log_append_time_ms;
+            let messages = u64::try_from(header.records_count).unwrap_or(0);
+            Some((messages, records.len() as u64))
         }
         Err(e) => {
             if let PartitionError::Storage(_) | PartitionError::Corrupt(_) = e {
                 tracing::warn!(partition = %partition, "append failed: {e}");
             }
             response.error_code = partition_error_code(&e);
+            None
         }
     }
 }

@@ -17,7 +17,10 @@
 
 use super::listeners::{check_endpoints, format_listeners};
 use super::topic::{self, ConfigType};
-use super::{byte_rate, parse, parse_bool, parse_min, Config, ConfigError};
+use super::{
+    byte_rate, parse, parse_bool, parse_emulated_version, parse_http_listener, parse_min, Config,
+    ConfigError,
+};
 
 /// What `kafka-configs --entity-type brokers` may do with a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -305,6 +308,9 @@ mod table {
     row("security.inter.broker.protocol", String, None, Static, checked_where_used, No),
     ignored("share.coordinator.state.topic.min.isr", Static),
     ignored("share.coordinator.state.topic.replication.factor", Static),
+    row("sluice.emulate.kafka.version", String, None, Sluice, set!(emulate_kafka_version, parse_emulated_version), No),
+    row("sluice.fault.injection.enable", Boolean, Some("false"), Sluice, set!(fault_injection_enable, parse_bool), No),
+    row("sluice.http.listener", String, None, Sluice, set!(http_listener, parse_http_listener), No),
     row("sluice.max.in.flight.requests.per.connection", Int, Some("16"), Sluice, set!(max_in_flight_requests_per_connection, min 1), No),
     row("sluice.max.partitions.per.topic", Int, Some("10000"), Sluice, set!(max_partitions_per_topic, min 1), No),
     row("sluice.quota.consumer.default", Long, None, Sluice, set!(quota_consumer_default_bytes_per_second, some_byte_rate), No),
@@ -333,6 +339,7 @@ mod table {
     row("super.users", String, None, Static, checked_where_used, No),
     ignored("transaction.state.log.min.isr", Static),
     ignored("transaction.state.log.replication.factor", Static),
+    ignored("zookeeper.connect", Static),
 ];
 }
 
@@ -400,10 +407,10 @@ pub enum BrokerConfigError {
 impl std::fmt::Display for BrokerConfigError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            // Kafka prints a Scala Set.
+            // Kafka 4.4 prints a Java Set (4.1's broker printed a Scala one, `Set(...)`).
             BrokerConfigError::NotDynamic(names) => write!(
                 f,
-                "Cannot update these configs dynamically: Set({})",
+                "Cannot update these configs dynamically: [{}]",
                 names.join(", ")
             ),
             BrokerConfigError::NotDynamicInSluice(names) => write!(

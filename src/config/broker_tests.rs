@@ -136,7 +136,7 @@ fn only_dynamic_keys_with_valid_values_pass() {
         check(&map(&[("num.partitions", "3")]))
             .unwrap_err()
             .to_string(),
-        "Cannot update these configs dynamically: Set(num.partitions)"
+        "Cannot update these configs dynamically: [num.partitions]"
     );
     assert_eq!(
         check(&map(&[("log.retention.ms", "abc")]))

@@ -15,6 +15,7 @@
 //! To add a broker setting, see `broker.rs`; a topic setting, `topic.rs`.
 
 pub mod broker;
+pub mod env;
 pub mod listeners;
 mod properties;
 pub mod topic;
@@ -90,6 +91,15 @@ pub struct Config {
     /// sluice only (`sluice.quota.request.percentage.default`): the same for
     /// `request_percentage`.
     pub quota_request_default_percentage: Option<f64>,
+    /// sluice only (`sluice.http.listener=host:port`): where `/metrics`, `/health` and
+    /// `/ready` (and the fault-injection API, when enabled) are served; None: not at all.
+    pub http_listener: Option<Endpoint>,
+    /// sluice only (`sluice.fault.injection.enable`): the HTTP listener and the embedded API
+    /// accept fault-injection rules (docs/fault-injection.md). Never for production.
+    pub fault_injection_enable: bool,
+    /// sluice only (`sluice.emulate.kafka.version=3.6`): advertise and serve only the API
+    /// versions that Kafka release had (`protocol::kafka_releases`).
+    pub emulate_kafka_version: Option<String>,
     /// `queued.max.request.bytes`: bytes of requests read but not yet answered, broker-wide;
     /// sockets are not read past it. 0 or less: unbounded (Kafka's default, -1).
     pub queued_max_request_bytes: i64,
@@ -167,6 +177,19 @@ impl Config {
                 "queued.max.request.bytes must be at least socket.request.max.bytes".into(),
             ));
         }
+        if let Some(http) = &config.http_listener {
+            // The control endpoint is never one that Kafka clients use.
+            if let Some(listener) = config
+                .listeners
+                .iter()
+                .find(|l| l.bind.port == http.port && http.port != 0)
+            {
+                return Err(ConfigError(format!(
+                    "sluice.http.listener: {http} is the port of Kafka listener {}",
+                    listener.name
+                )));
+            }
+        }
         Ok(config)
     }
 
@@ -204,6 +227,9 @@ impl Config {
             quota_consumer_default_bytes_per_second: None,
             quota_request_default_percentage: None,
             queued_max_request_bytes: 0,
+            http_listener: None,
+            fault_injection_enable: false,
+            emulate_kafka_version: None,
             properties: BTreeMap::new(),
         }
     }
@@ -302,6 +328,46 @@ fn parse_bool(key: &str, value: &str) -> Result<bool, ConfigError> {
     }
 }
 
+/// `host:port` (an `http://` prefix allowed); empty: no HTTP listener.
+fn parse_http_listener(key: &str, value: &str) -> Result<Option<Endpoint>, ConfigError> {
+    let value = value.trim();
+    if value.is_empty() {
+        return Ok(None);
+    }
+    let address = value.strip_prefix("http://").unwrap_or(value);
+    let parsed = listeners::parse_endpoints(key, &format!("HTTP://{address}"))?;
+    let Some((_, mut endpoint)) = parsed.into_iter().next() else {
+        return Err(ConfigError(format!(
+            "{key}: expected host:port, got '{value}'"
+        )));
+    };
+    if endpoint.host.is_empty() {
+        endpoint.host = "0.0.0.0".into();
+    }
+    Ok(Some(endpoint))
+}
+
+/// `MAJOR.MINOR` of a Kafka release (`3.6`; a patch number is allowed and ignored); the
+/// releases known are checked when the broker starts (`protocol::kafka_releases`).
+fn parse_emulated_version(key: &str, value: &str) -> Result<Option<String>, ConfigError> {
+    let value = value.trim();
+    if value.is_empty() {
+        return Ok(None);
+    }
+    let mut parts = value.split('.');
+    let (Some(major), Some(minor)) = (parts.next(), parts.next()) else {
+        return Err(ConfigError(format!(
+            "{key}: expected MAJOR.MINOR, got '{value}'"
+        )));
+    };
+    if major.parse::<u32>().is_err() || minor.parse::<u32>().is_err() {
+        return Err(ConfigError(format!(
+            "{key}: expected MAJOR.MINOR, got '{value}'"
+        )));
+    }
+    Ok(Some(format!("{major}.{minor}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,6 +416,76 @@ mod tests {
         assert_eq!(c.listeners[0].advertised.host, "127.0.0.1");
         assert_eq!(c.topic_values().i64("segment.ms"), 7_200_000);
         assert_eq!(c.log_dir, PathBuf::from("/tmp/a"));
+    }
+
+    #[test]
+    fn serves_every_listener_but_controllers_with_its_advertised_endpoint() {
+        // The settings Testcontainers' KafkaContainer gives the apache/kafka image, and an SSL
+        // listener besides.
+        let c = Config::from_pairs(&pairs(&[
+            (
+                "listeners",
+                "PLAINTEXT://0.0.0.0:9092,BROKER://0.0.0.0:9093,CONTROLLER://0.0.0.0:9094,SECURE://:9095",
+            ),
+            (
+                "listener.security.protocol.map",
+                "BROKER:PLAINTEXT,PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SECURE:SSL",
+            ),
+            ("controller.listener.names", "CONTROLLER"),
+            ("inter.broker.listener.name", "BROKER"),
+            (
+                "advertised.listeners",
+                "PLAINTEXT://localhost:32768,BROKER://c0ffee:9093",
+            ),
+        ]))
+        .unwrap();
+        let served: Vec<(&str, String, SecurityProtocol, String)> = c
+            .listeners
+            .iter()
+            .map(|l| {
+                let (bind, advertised) = (l.bind.to_string(), l.advertised.to_string());
+                (l.name.as_str(), bind, l.protocol, advertised)
+            })
+            .collect();
+        let plaintext = SecurityProtocol::Plaintext;
+        assert_eq!(
+            served,
+            [
+                (
+                    "PLAINTEXT",
+                    "0.0.0.0:9092".into(),
+                    plaintext,
+                    "localhost:32768".into()
+                ),
+                (
+                    "BROKER",
+                    "0.0.0.0:9093".into(),
+                    plaintext,
+                    "c0ffee:9093".into()
+                ),
+                (
+                    "SECURE",
+                    "0.0.0.0:9095".into(),
+                    SecurityProtocol::Ssl,
+                    "127.0.0.1:9095".into()
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn http_listener_is_never_a_kafka_listeners_port() {
+        let listeners = ("listeners", "PLAINTEXT://127.0.0.1:19092,SSL://:19093");
+        let c =
+            Config::from_pairs(&pairs(&[listeners, ("sluice.http.listener", ":19094")])).unwrap();
+        assert_eq!(c.http_listener.unwrap().to_string(), "0.0.0.0:19094");
+        for taken in ["127.0.0.1:19092", "http://0.0.0.0:19093"] {
+            let err = Config::from_pairs(&pairs(&[listeners, ("sluice.http.listener", taken)]))
+                .unwrap_err();
+            assert!(err.0.contains("is the port of Kafka listener"), "{err}");
+        }
+        let c = Config::from_pairs(&pairs(&[listeners, ("sluice.http.listener", "")])).unwrap();
+        assert_eq!(c.http_listener, None);
     }
 
     #[test]

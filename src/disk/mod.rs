@@ -48,6 +48,9 @@ pub struct Disk {
 struct Inner {
     faults: Option<Arc<FaultPlan>>,
     offline: AtomicBool,
+    /// How long each log flush took (Kafka's LogFlushRateAndTimeMs), recorded by the logs
+    /// that flush through this handle.
+    log_flush_time: crate::metrics::Histogram,
 }
 
 /// One entry of a listed directory.
@@ -78,9 +81,14 @@ impl Disk {
         Disk {
             inner: Arc::new(Inner {
                 faults: Some(plan),
-                offline: AtomicBool::new(false),
+                ..Inner::default()
             }),
         }
+    }
+
+    /// The times of the log flushes through this handle (`PartitionLog::flush`).
+    pub fn log_flush_time(&self) -> &crate::metrics::Histogram {
+        &self.inner.log_flush_time
     }
 
     /// True once a failure that cannot be undone took the directory offline.

@@ -1,5 +1,6 @@
 //! The admin side of groups: ListGroups (API 16, v0-5), DescribeGroups (API 15, v0-6) and
-//! DeleteGroups (API 42, v0-2). Every group here is a "classic" group.
+//! DeleteGroups (API 42, v0-3; v3 only adds an error message, which `protocol` writes as null,
+//! as Kafka 4.4 does for every error of a classic group). Every group here is a "classic" group.
 
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
@@ -73,16 +74,19 @@ impl GroupCoordinator {
         DescribeGroupsResponse::default().with_groups(groups)
     }
 
-    /// Deletes Empty groups and their offsets, writing tombstones first.
+    /// Deletes Empty groups and their offsets, writing tombstones first. A group named twice is
+    /// answered once, as Kafka (which reads the names into a set) does.
     pub fn delete_groups(
         &self,
         request: DeleteGroupsRequest,
         _version: i16,
     ) -> DeleteGroupsResponse {
         let mut inner = self.lock_at(self.clock.now_ms());
+        let mut seen = std::collections::HashSet::new();
         let results = request
             .groups_names
             .iter()
+            .filter(|id| seen.insert(id.as_str()))
             .map(|id| {
                 let error = self.delete_group(&mut inner, id.as_str()).err();
                 DeletableGroupResult::default()

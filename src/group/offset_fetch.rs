@@ -1,6 +1,7 @@
-//! OffsetFetch (API 9, v1-9): committed offsets of one group (v1-7) or several (v8+), for listed
-//! partitions or, with null topics (v2+), for everything the group committed. A partition with
-//! no commit answers offset -1 and empty metadata, without an error, as Kafka does.
+//! OffsetFetch (API 9, v1-10): committed offsets of one group (v1-7) or several (v8+), for
+//! listed partitions or, with null topics (v2+), for everything the group committed. A partition
+//! with no commit answers offset -1 and empty metadata, without an error, as Kafka does. v10's
+//! topic ids are names by the time a request arrives here (`api::committed_offsets`).
 
 use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,

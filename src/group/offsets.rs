@@ -1,5 +1,7 @@
-//! Committed offsets: OffsetCommit (API 8, v2-9), OffsetFetch (API 9, v1-9, several groups from
-//! v8), OffsetDelete (API 47, v0), and their expiry. Kafka's `OffsetMetadataManager`. A commit is
+//! Committed offsets: OffsetCommit (API 8, v2-10), OffsetFetch (API 9, v1-10, several groups
+//! from v8), OffsetDelete (API 47, v0), and their expiry. Topics are named here, at v10 too:
+//! `api::committed_offsets` turns v10's topic ids into names before a request reaches the
+//! coordinator. Kafka's `OffsetMetadataManager`. A commit is
 //! written to the store before it changes memory, so an answered commit survives a restart and
 //! a failed one leaves no trace.
 

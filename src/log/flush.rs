@@ -74,6 +74,15 @@ impl PartitionLog {
     /// recovery point to the log end offset. A caller persists the recovery point (checkpoint)
     /// only after this returns.
     pub fn flush(&mut self) -> Result<(), LogError> {
+        let started = std::time::Instant::now();
+        let flushed = self.flush_unflushed();
+        if flushed.is_ok() {
+            self.disk.log_flush_time().record(started.elapsed());
+        }
+        flushed
+    }
+
+    fn flush_unflushed(&mut self) -> Result<(), LogError> {
         self.recovery_point = self.recovery_point();
         let first_unflushed = self
             .inactive

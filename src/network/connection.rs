@@ -334,10 +334,10 @@ async fn process(
     let outcome = if session.sasl.as_ref().is_some_and(|s| s.expects_raw_token()) {
         api::sasl::raw_token(broker, session, frame)
     } else {
-        match decode_request(frame) {
+        match decode_request(frame, &broker.versions) {
             Ok(request) => api::handle(broker, session, request, request_bytes).await,
             Err(DecodeError::ApiVersionsUnsupported { correlation_id }) => {
-                Outcome::Respond(api_versions_fallback(correlation_id))
+                Outcome::Respond(api_versions_fallback(correlation_id, &broker.versions))
             }
             Err(e) => Outcome::Close(e.to_string()),
         }

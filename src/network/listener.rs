@@ -1,7 +1,9 @@
 //! The accept loop. At most `max.connections` connections are served at once; past that the
 //! loop stops accepting and new clients wait in the kernel's backlog. A connection from an ip
 //! over its `connection_creation_rate` is held unread for the throttle time and then closed
-//! unserved, as Kafka's acceptor does (KIP-612). The limit is shared by every listener.
+//! unserved, as Kafka's acceptor does (KIP-612). The limit is shared by every listener. Each
+//! connection served is counted for the metrics while it is open; while the refuse-connections
+//! fault is armed, every listener closes new connections at once.
 
 use std::sync::Arc;
 
@@ -62,12 +64,19 @@ pub async fn serve_listener(
                     });
                     continue;
                 }
+                if broker.faults.refuses_connections() {
+                    tracing::debug!(%peer, "fault injection: connection refused");
+                    drop(stream);
+                    continue;
+                }
+                let open = broker.metrics.connection_opened();
                 let broker = broker.clone();
                 let shutdown = shutdown.clone();
                 let drain = drain.clone();
                 let tls = tls.clone();
                 tokio::spawn(async move {
                     serve_connection(stream, broker, index, tls, shutdown).await;
+                    drop(open);
                     drop(permit);
                     drop(drain);
                 });

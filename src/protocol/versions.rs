@@ -1,5 +1,8 @@
-//! The one table of APIs and versions sluice implements. ApiVersions advertises exactly this
-//! table, and the request path refuses anything outside it, so the two cannot drift apart.
+//! The one table of APIs and versions sluice implements, and the `VersionTable` a broker
+//! serves: this table, or this table narrowed to an emulated Kafka release
+//! (`sluice.emulate.kafka.version`, `emulation`). ApiVersions advertises exactly the broker's
+//! `VersionTable` and the request path refuses anything outside it, so the two cannot drift
+//! apart.
 
 use kafka_protocol::messages::ApiKey;
 
@@ -25,17 +28,17 @@ const fn api(key: ApiKey, advertised_min: i16, served_min: i16, max: i16) -> Api
     }
 }
 
-/// Kafka 4.1's ranges (what a Kafka 4.1 broker's ApiVersions response lists) for the APIs
-/// sluice implements, except ListOffsets, which stops at v9 (Kafka 4.1 lists v10).
-/// `compat-tests/kafka/compare-api-versions.sh` compares this table with a running Kafka's;
-/// `compat-tests/FINDINGS.md` lists what differs from Kafka 4.4 and why.
+/// Kafka 4.4's ranges (what a Kafka 4.4 broker's ApiVersions response lists) for the APIs
+/// sluice implements. A version above what kafka-protocol encodes is carried in-tree by
+/// `newer_versions`. `compat-tests/kafka/compare-api-versions.sh` compares this table with a
+/// running Kafka's in CI; `compat-tests/FINDINGS.md` lists what differs from Kafka 4.4 and why.
 pub const SUPPORTED_APIS: &[ApiSupport] = &[
     api(ApiKey::Produce, 0, 3, 13),
     api(ApiKey::Fetch, 4, 4, 18),
-    api(ApiKey::ListOffsets, 1, 1, 9),
+    api(ApiKey::ListOffsets, 1, 1, 11),
     api(ApiKey::Metadata, 0, 0, 13),
-    api(ApiKey::OffsetCommit, 2, 2, 9),
-    api(ApiKey::OffsetFetch, 1, 1, 9),
+    api(ApiKey::OffsetCommit, 2, 2, 10),
+    api(ApiKey::OffsetFetch, 1, 1, 10),
     api(ApiKey::FindCoordinator, 0, 0, 6),
     api(ApiKey::JoinGroup, 0, 0, 9),
     api(ApiKey::Heartbeat, 0, 0, 4),
@@ -44,19 +47,19 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
     api(ApiKey::DescribeGroups, 0, 0, 6),
     api(ApiKey::ListGroups, 0, 0, 5),
     api(ApiKey::SaslHandshake, 0, 0, 1),
-    api(ApiKey::ApiVersions, 0, 0, 4),
+    api(ApiKey::ApiVersions, 0, 0, 5),
     api(ApiKey::CreateTopics, 2, 2, 7),
     api(ApiKey::DeleteTopics, 1, 1, 6),
     api(ApiKey::InitProducerId, 0, 0, 5),
     api(ApiKey::DeleteRecords, 0, 0, 2),
     api(ApiKey::DescribeConfigs, 1, 1, 4),
-    api(ApiKey::DescribeLogDirs, 1, 1, 4),
+    api(ApiKey::DescribeLogDirs, 1, 1, 5),
     api(ApiKey::AlterConfigs, 0, 0, 2),
     api(ApiKey::CreatePartitions, 0, 0, 3),
     api(ApiKey::IncrementalAlterConfigs, 0, 0, 1),
     api(ApiKey::DescribeCluster, 0, 0, 2),
     api(ApiKey::SaslAuthenticate, 0, 0, 2),
-    api(ApiKey::DeleteGroups, 0, 0, 2),
+    api(ApiKey::DeleteGroups, 0, 0, 3),
     api(ApiKey::OffsetDelete, 0, 0, 0),
     api(ApiKey::DescribeTopicPartitions, 0, 0, 0),
     api(ApiKey::DescribeClientQuotas, 0, 0, 1),
@@ -72,34 +75,67 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
     api(ApiKey::ListTransactions, 0, 0, 2),
 ];
 
-/// The served version range of an API key, or None when sluice does not implement it.
-pub fn served_range(api_key: i16) -> Option<(i16, i16)> {
-    SUPPORTED_APIS
-        .iter()
-        .find(|a| a.key as i16 == api_key)
-        .map(|a| (a.served_min, a.max))
+/// What one broker advertises and serves: `SUPPORTED_APIS`, or that table narrowed to what a
+/// Kafka release's broker advertised (`VersionTable::emulating`). Built once at start-up;
+/// ApiVersions (`advertised`, the v0 fallback) and the request path (`served_range`) read the
+/// same one.
+#[derive(Clone, Debug)]
+pub struct VersionTable {
+    pub(super) apis: Vec<ApiSupport>,
+    /// The emulated release's column in `kafka_releases`, if any.
+    pub(super) release: Option<usize>,
 }
 
-/// `(api_key, min, max)` triples for the ApiVersions response.
-pub fn advertised_api_versions() -> impl Iterator<Item = (i16, i16, i16)> {
-    SUPPORTED_APIS
-        .iter()
-        .map(|a| (a.key as i16, a.advertised_min, a.max))
+impl VersionTable {
+    /// sluice's own table, as implemented.
+    pub fn sluice() -> VersionTable {
+        VersionTable {
+            apis: SUPPORTED_APIS.to_vec(),
+            release: None,
+        }
+    }
+
+    /// The served version range of an API key, or None when it is not served.
+    pub fn served_range(&self, api_key: i16) -> Option<(i16, i16)> {
+        self.api(api_key).map(|a| (a.served_min, a.max))
+    }
+
+    /// The advertised version range of an API key, or None when it is not advertised.
+    pub fn advertised_range(&self, api_key: i16) -> Option<(i16, i16)> {
+        self.api(api_key).map(|a| (a.advertised_min, a.max))
+    }
+
+    /// `(api_key, min, max)` triples for the ApiVersions response.
+    pub fn advertised(&self) -> impl Iterator<Item = (i16, i16, i16)> + '_ {
+        self.apis
+            .iter()
+            .map(|a| (a.key as i16, a.advertised_min, a.max))
+    }
+
+    fn api(&self, api_key: i16) -> Option<&ApiSupport> {
+        self.apis.iter().find(|a| a.key as i16 == api_key)
+    }
+}
+
+impl Default for VersionTable {
+    fn default() -> Self {
+        VersionTable::sluice()
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::newer_versions::in_tree_max;
     use super::*;
 
     #[test]
-    fn every_served_range_is_valid_for_the_codec() {
+    fn every_served_version_has_an_encoding() {
+        // `valid_versions` is the API's range; kafka-protocol's request struct may stop short
+        // of it (OffsetCommit and OffsetFetch v10), which `newer_versions` checks row by row.
         for a in SUPPORTED_APIS {
             let codec = a.key.valid_versions();
-            assert!(
-                a.served_min >= codec.min && a.max <= codec.max,
-                "{:?}",
-                a.key
-            );
+            let max = in_tree_max(a.key).unwrap_or(codec.max);
+            assert!(a.served_min >= codec.min && a.max <= max, "{:?}", a.key);
             assert!(a.advertised_min <= a.served_min);
         }
     }

@@ -1,5 +1,6 @@
-//! Process lifecycle: open the log directory, bind the listener, run the accept loop and the
-//! background tasks (flush scheduler, checkpoint writer), and shut down gracefully: stop
+//! Process lifecycle: serve the HTTP endpoint, bind every listener, open the log directory, run
+//! an accept loop per listener and the background tasks (flush scheduler, checkpoint writer,
+//! TLS store reloads), and shut down gracefully: stop
 //! accepting, answer requests already read, then close every log, write the checkpoints and
 //! the clean-shutdown marker.
 
@@ -10,11 +11,14 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinHandle;
 
+use crate::api::faults::Faults;
 use crate::api::Broker;
 use crate::config::Config;
 use crate::disk::Disk;
 use crate::group::{GroupConfig, GroupCoordinator};
-use crate::network::{self, serve_listener, BoundListener};
+use crate::metrics::BrokerMetrics;
+use crate::network::{self, serve_listener, BoundListener, HttpState};
+use crate::protocol::VersionTable;
 use crate::quota::QuotaManager;
 use crate::security::Security;
 use crate::storage::consumer_offsets::ConsumerOffsetsStore;
@@ -30,6 +34,9 @@ pub struct RunningBroker {
     pub local_addr: SocketAddr,
     /// Every listener's name and bound address, in `listeners` order.
     pub listener_addrs: Vec<(String, SocketAddr)>,
+    /// Where `sluice.http.listener` serves metrics, health and fault injection, if set.
+    pub http_addr: Option<SocketAddr>,
+    faults: Arc<Faults>,
     logs: Arc<LogManager>,
     clock: Arc<dyn Clock>,
     shutdown: watch::Sender<bool>,
@@ -49,6 +56,11 @@ impl RunningBroker {
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, a)| *a)
+    }
+
+    /// Fault injection (`sluice.fault.injection.enable`), for the embedded API.
+    pub fn faults(&self) -> &Arc<Faults> {
+        &self.faults
     }
 
     /// Runs one pass of the retention task now, at the broker clock's time: the pass the
@@ -97,6 +109,40 @@ pub async fn start_on(
     clock: Arc<dyn Clock>,
     disk: Disk,
 ) -> anyhow::Result<RunningBroker> {
+    // An unknown release to emulate is refused before anything is bound or opened.
+    let versions = Arc::new(VersionTable::for_setting(
+        config.emulate_kafka_version.as_deref(),
+    )?);
+    if let Some(release) = versions.emulated_release() {
+        tracing::info!(
+            release,
+            schemas = versions.emulated_patch(),
+            apis = versions.advertised().count(),
+            "emulating Apache Kafka {release}: advertising and serving only its API versions (sluice.emulate.kafka.version)"
+        );
+    }
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    // The HTTP endpoint first, so that /health answers and /ready says no while the log
+    // directory is recovered. A failed start drops `shutdown_tx`, which stops it.
+    let http_state = Arc::new(HttpState::default());
+    let http_addr = match &config.http_listener {
+        Some(http) => {
+            let socket = network::bind_http(&http.host, http.port)
+                .await
+                .map_err(|e| {
+                    anyhow::anyhow!("cannot listen on {http} (sluice.http.listener): {e}")
+                })?;
+            let addr = socket.local_addr()?;
+            tokio::spawn(network::serve_http(
+                socket,
+                http_state.clone(),
+                shutdown_rx.clone(),
+            ));
+            tracing::info!(%addr, fault_injection = config.fault_injection_enable, "serving /metrics, /health and /ready");
+            Some(addr)
+        }
+        None => None,
+    };
     let mut sockets = Vec::new();
     let mut listener_addrs = Vec::new();
     for listener in config.listeners.iter_mut() {
@@ -120,7 +166,6 @@ pub async fn start_on(
         disk.clone(),
         clock.now_ms(),
     )?);
-    let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let store = Arc::new(ConsumerOffsetsStore::new(logs.clone(), clock.clone()));
     let groups = GroupCoordinator::new(GroupConfig::from_broker(&config), clock.clone(), store)
         .map_err(|e| anyhow::anyhow!("loading committed offsets from __consumer_offsets: {e}"))?;
@@ -139,11 +184,17 @@ pub async fn start_on(
         quotas,
         request_memory,
         security: security.clone(),
+        metrics: Arc::new(BrokerMetrics::default()),
+        faults: Arc::new(Faults::new(config.fault_injection_enable)),
+        versions,
     });
+    let faults = broker.faults.clone();
     let (running_logs, running_clock) = (logs.clone(), clock.clone());
     for (listener, (_, addr)) in config.listeners.iter().zip(&listener_addrs) {
         tracing::info!(listener = %listener.name, protocol = %listener.protocol, local_addr = %addr, advertised = %listener.advertised, node_id = config.node_id, "sluice is serving");
     }
+    http_state.set_ready(broker.clone());
+    log_kafka_started(&config);
 
     let task = tokio::spawn(async move {
         let (drain_tx, mut drain_rx) = mpsc::channel::<()>(1);
@@ -204,6 +255,8 @@ pub async fn start_on(
     Ok(RunningBroker {
         local_addr,
         listener_addrs,
+        http_addr,
+        faults,
         logs: running_logs,
         clock: running_clock,
         shutdown: shutdown_tx,
@@ -236,6 +289,19 @@ async fn reload_tls_task(
             }
             _ = shutdown.changed() => return,
         }
+    }
+}
+
+/// The lines Kafka logs once its log directory is recovered and it serves: test harnesses
+/// (Testcontainers' Kafka modules) wait for them. Kafka in KRaft mode logs the first two, a
+/// ZooKeeper-mode broker (`zookeeper.connect` set, which sluice otherwise ignores) the third.
+fn log_kafka_started(config: &Config) {
+    let id = config.node_id;
+    tracing::info!("[BrokerLifecycleManager id={id}] The broker has been unfenced. Transitioning from RECOVERY to RUNNING.");
+    if config.properties.contains_key("zookeeper.connect") {
+        tracing::info!("[KafkaServer id={id}] started");
+    } else {
+        tracing::info!("[KafkaRaftServer nodeId={id}] Kafka Server started");
     }
 }
 

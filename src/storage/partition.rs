@@ -336,8 +336,9 @@ impl Partition {
     }
 
     /// ListOffsets for one partition: `(timestamp, offset)` for Kafka's special timestamps
-    /// (-1 latest, -2 earliest, -3 max timestamp, -4 earliest local, -5 latest tiered) or the
-    /// first offset whose timestamp is at or after `timestamp`; `(-1, -1)` when there is none.
+    /// (-1 latest, -2 earliest, -3 max timestamp, -4 earliest local, -5 latest tiered, -6
+    /// earliest pending upload) or the first offset whose timestamp is at or after `timestamp`;
+    /// `(-1, -1)` when there is none. Nothing is ever tiered, so -5 and -6 find no offset.
     pub fn offset_for_timestamp(
         &self,
         timestamp: i64,
@@ -348,13 +349,14 @@ impl Partition {
         const MAX_TIMESTAMP: i64 = -3;
         const EARLIEST_LOCAL: i64 = -4;
         const LATEST_TIERED: i64 = -5;
+        const EARLIEST_PENDING_UPLOAD: i64 = -6;
         self.with_state(|state| {
             let end = state.visible_end(isolation);
             Ok(match timestamp {
                 LATEST => (-1, end),
                 EARLIEST | EARLIEST_LOCAL => (-1, state.log.log_start_offset()),
                 MAX_TIMESTAMP => state.log.max_timestamp_and_offset().unwrap_or((-1, -1)),
-                LATEST_TIERED => (-1, -1),
+                LATEST_TIERED | EARLIEST_PENDING_UPLOAD => (-1, -1),
                 ts if ts >= 0 => match state.log.find_offset_by_timestamp(ts)? {
                     Some((offset, found_ts)) if offset < end => (found_ts, offset),
                     _ => (-1, -1),

@@ -17,10 +17,15 @@ import java.util.stream.IntStream;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.RangeAssignor;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-/** Kafka 4.1's own command-line tools, run as their main classes in child JVMs (as the .sh scripts do). */
+/**
+ * Kafka's own command-line tools, run as their main classes in child JVMs (as the .sh scripts do).
+ * Tagged "tools": the run on an older client (run.sh --client 3.9) has no tools on its class path.
+ */
+@Tag("tools")
 class CliToolsTest {
     @RegisterExtension
     static final BrokerExtension BROKER = new BrokerExtension();
@@ -32,7 +37,7 @@ class CliToolsTest {
     static final String PERF = "org.apache.kafka.tools.ProducerPerformance";
     static final String GET_OFFSETS = "org.apache.kafka.tools.GetOffsetShell";
     static final String GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand";
-    static final String CONFIGS = "kafka.admin.ConfigCommand";
+    static final String CONFIGS = "org.apache.kafka.tools.ConfigCommand";
 
     static JavaProcess.Result tool(String stdin, String mainClass, String... args) throws Exception {
         List<String> all = new ArrayList<>(List.of("--bootstrap-server", BROKER.bootstrap()));
@@ -85,12 +90,12 @@ class CliToolsTest {
         Clients.createTopic(BROKER.bootstrap(), "cli-console", 1);
         String input = IntStream.range(0, 200).mapToObj(i -> "key" + i + ":value " + i + " ü").collect(Collectors.joining("\n")) + "\n";
         JavaProcess.Result produced = tool(input, CONSOLE_PRODUCER, "--topic", "cli-console",
-                "--property", "parse.key=true", "--property", "key.separator=:");
+                "--reader-property", "parse.key=true", "--reader-property", "key.separator=:");
         assertEquals(0, produced.exit(), "console producer: " + produced);
 
         String out = ok(CONSOLE_CONSUMER, "--topic", "cli-console", "--partition", "0", "--offset", "earliest",
                 "--max-messages", "200", "--timeout-ms", "30000",
-                "--property", "print.key=true", "--property", "key.separator=:", "--property", "print.offset=true");
+                "--formatter-property", "print.key=true", "--formatter-property", "key.separator=:", "--formatter-property", "print.offset=true");
         List<String> got = out.lines().filter(l -> !l.isBlank()).toList();
         List<String> want = IntStream.range(0, 200).mapToObj(i -> "Offset:" + i + ":key" + i + ":value " + i + " ü").toList();
         assertEquals(want, got);
@@ -110,9 +115,9 @@ class CliToolsTest {
     @Test
     void producerPerfTest() throws Exception {
         Clients.createTopic(BROKER.bootstrap(), "cli-perf", 2);
-        JavaProcess.Result r = JavaProcess.run(TOOL_TIMEOUT, null, PERF, "--topic", "cli-perf", "--num-records", "20000",
-                "--record-size", "200", "--throughput", "-1",
-                "--producer-props", "bootstrap.servers=" + BROKER.bootstrap(), "acks=all", "compression.type=lz4");
+        JavaProcess.Result r = JavaProcess.run(TOOL_TIMEOUT, null, PERF, "--bootstrap-server", BROKER.bootstrap(),
+                "--topic", "cli-perf", "--num-records", "20000", "--record-size", "200", "--throughput", "-1",
+                "--command-property", "acks=all", "compression.type=lz4");
         assertEquals(0, r.exit(), "perf test: " + r);
         Matcher m = Pattern.compile("(\\d+) records sent, [\\d.]+ records/sec \\(([\\d.]+) MB/sec\\)").matcher(r.out());
         String summary = null;
@@ -137,8 +142,8 @@ class CliToolsTest {
     void getOffsetShell() throws Exception {
         Clients.createTopic(BROKER.bootstrap(), "cli-offsets", 2);
         String input = IntStream.range(0, 30).mapToObj(i -> i + ":v").collect(Collectors.joining("\n")) + "\n";
-        assertEquals(0, tool(input, CONSOLE_PRODUCER, "--topic", "cli-offsets", "--property", "parse.key=true",
-                "--property", "key.separator=:").exit());
+        assertEquals(0, tool(input, CONSOLE_PRODUCER, "--topic", "cli-offsets", "--reader-property", "parse.key=true",
+                "--reader-property", "key.separator=:").exit());
         Set<String> latest = lines(ok(GET_OFFSETS, "--topic", "cli-offsets", "--time", "-1"));
         Set<String> earliest = lines(ok(GET_OFFSETS, "--topic", "cli-offsets", "--time", "-2"));
         assertEquals(Set.of("cli-offsets:0:0", "cli-offsets:1:0"), earliest);
@@ -153,8 +158,8 @@ class CliToolsTest {
         String group = "cli-group";
         Clients.createTopic(BROKER.bootstrap(), topic, 2);
         String input = IntStream.range(0, 40).mapToObj(i -> i + ":x").collect(Collectors.joining("\n")) + "\n";
-        assertEquals(0, tool(input, CONSOLE_PRODUCER, "--topic", topic, "--property", "parse.key=true",
-                "--property", "key.separator=:").exit());
+        assertEquals(0, tool(input, CONSOLE_PRODUCER, "--topic", topic, "--reader-property", "parse.key=true",
+                "--reader-property", "key.separator=:").exit());
         // one member consumes everything and commits, then leaves
         try (KafkaConsumer<byte[], byte[]> c = Clients.consumer(BROKER.bootstrap(), GroupMember.config(group, RangeAssignor.class.getName()))) {
             c.subscribe(List.of(topic));

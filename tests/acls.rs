@@ -4,7 +4,8 @@
 //! topics (and auto-creation needs CREATE), Produce and Fetch answer
 //! TOPIC_AUTHORIZATION_FAILED per partition, groups GROUP_AUTHORIZATION_FAILED, cluster
 //! APIs CLUSTER_AUTHORIZATION_FAILED; deny wins over allow; prefixed patterns; KIP-430
-//! authorized operations.
+//! authorized operations; OffsetCommit and OffsetFetch v10 authorized on the names their topic
+//! ids resolve to.
 
 mod common;
 
@@ -12,14 +13,16 @@ use std::net::SocketAddr;
 
 use bytes::Bytes;
 use common::data::{fetch_request, produce_request, topic_name};
+use common::offsets_v10::{call_v10, commit_v10, fetch_v10};
 use common::secure::{plain, Conn};
-use common::TestBroker;
+use common::{Client, TestBroker};
 use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use tokio::net::TcpStream;
+use uuid::Uuid;
 
 const JAAS: &str = r#"org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="a" user_alice="a" user_bob="b";"#;
 
@@ -286,4 +289,128 @@ fn describe_all() -> DescribeAclsRequest {
         .with_pattern_type_filter(1)
         .with_operation(1)
         .with_permission_type(1)
+}
+
+/// Logs in over SASL/PLAIN on the raw client that speaks any version's bytes.
+async fn login_client(broker: &TestBroker, user: &str, password: &str) -> Client {
+    let mut client = broker.client().await;
+    let mechanism = StrBytes::from_static_str("PLAIN");
+    let request = SaslHandshakeRequest::default().with_mechanism(mechanism);
+    let hs: SaslHandshakeResponse = client.call(ApiKey::SaslHandshake, 1, &request).await;
+    assert_eq!(hs.error_code, 0);
+    let token = Bytes::from(format!("\0{user}\0{password}"));
+    let request = SaslAuthenticateRequest::default().with_auth_bytes(token);
+    let auth: SaslAuthenticateResponse = client.call(ApiKey::SaslAuthenticate, 2, &request).await;
+    assert_eq!(auth.error_code, 0);
+    client
+}
+
+/// (topic id, partition, error) of each partition answered.
+fn commit_answers(response: &OffsetCommitResponse) -> Vec<(Uuid, i32, i16)> {
+    let mut answers: Vec<_> = response
+        .topics
+        .iter()
+        .flat_map(|t| {
+            let id = t.topic_id;
+            t.partitions
+                .iter()
+                .map(move |p| (id, p.partition_index, p.error_code))
+        })
+        .collect();
+    answers.sort();
+    answers
+}
+
+/// (topic id, partition, offset, error) of each partition of the one group answered.
+fn fetch_answers(response: &OffsetFetchResponse) -> Vec<(Uuid, i32, i64, i16)> {
+    assert_eq!(response.groups.len(), 1);
+    assert_eq!(response.groups[0].error_code, 0);
+    let mut answers: Vec<_> = response.groups[0]
+        .topics
+        .iter()
+        .flat_map(|t| {
+            let id = t.topic_id;
+            t.partitions
+                .iter()
+                .map(move |p| (id, p.partition_index, p.committed_offset, p.error_code))
+        })
+        .collect();
+    answers.sort();
+    answers
+}
+
+/// OffsetCommit and OffsetFetch v10 name topics by id: the ACLs are those of the topic the id
+/// names, and an id that names no topic is UNKNOWN_TOPIC_ID (100), as Kafka 4.4 answers (it
+/// resolves the ids before it authorizes).
+#[tokio::test]
+async fn offsets_by_topic_id_are_authorized_on_the_topics_name() {
+    let broker = broker().await;
+    let mut admin = login_client(&broker, "admin", "a").await;
+    for topic in ["orders", "secret"] {
+        let md: MetadataResponse = admin
+            .call(
+                ApiKey::Metadata,
+                12,
+                &MetadataRequest::default().with_topics(Some(vec![MetadataRequestTopic::default(
+                )
+                .with_name(Some(topic_name(topic)))])),
+            )
+            .await;
+        assert_eq!(md.topics[0].error_code, 0);
+    }
+    let created: CreateAclsResponse = admin
+        .call(
+            ApiKey::CreateAcls,
+            3,
+            &CreateAclsRequest::default().with_creations(vec![
+                acl(TOPIC, "orders", LITERAL, "User:alice", READ, ALLOW),
+                acl(GROUP, "app", LITERAL, "User:alice", READ, ALLOW),
+            ]),
+        )
+        .await;
+    assert!(created.results.iter().all(|r| r.error_code == 0));
+    let md: MetadataResponse = admin
+        .call(
+            ApiKey::Metadata,
+            12,
+            &MetadataRequest::default().with_topics(None),
+        )
+        .await;
+    let id_of = |name: &str| {
+        md.topics
+            .iter()
+            .find(|t| t.name.as_ref().is_some_and(|n| n.as_str() == name))
+            .map(|t| t.topic_id)
+            .unwrap()
+    };
+    let (orders, secret) = (id_of("orders"), id_of("secret"));
+    let unknown = Uuid::from_u128(0x5eed);
+    // The super user commits to both topics for the group.
+    let request = commit_v10("app", &[(orders, &[0]), (secret, &[0])]);
+    let response: OffsetCommitResponse = call_v10(&mut admin, ApiKey::OffsetCommit, &request).await;
+    let mut expected = vec![(orders, 0, 0), (secret, 0, 0)];
+    expected.sort();
+    assert_eq!(commit_answers(&response), expected);
+
+    let mut alice = login_client(&broker, "alice", "a").await;
+    let request = commit_v10("app", &[(orders, &[0]), (secret, &[0]), (unknown, &[0])]);
+    let response: OffsetCommitResponse = call_v10(&mut alice, ApiKey::OffsetCommit, &request).await;
+    let mut expected = vec![(orders, 0, 0), (secret, 0, 29), (unknown, 0, 100)];
+    expected.sort();
+    assert_eq!(commit_answers(&response), expected);
+    // A group alice may not read: every partition GROUP_AUTHORIZATION_FAILED.
+    let request = commit_v10("other", &[(orders, &[0])]);
+    let response: OffsetCommitResponse = call_v10(&mut alice, ApiKey::OffsetCommit, &request).await;
+    assert_eq!(commit_answers(&response), [(orders, 0, 30)]);
+
+    // By id: the commit, and the unknown id per partition.
+    let request = fetch_v10("app", Some(&[(orders, &[0]), (unknown, &[0])]));
+    let response: OffsetFetchResponse = call_v10(&mut alice, ApiKey::OffsetFetch, &request).await;
+    let mut expected = vec![(orders, 0, 2, 0), (unknown, 0, -1, 100)];
+    expected.sort();
+    assert_eq!(fetch_answers(&response), expected);
+    // Everything the group committed leaves out the topic alice may not describe.
+    let response: OffsetFetchResponse =
+        call_v10(&mut alice, ApiKey::OffsetFetch, &fetch_v10("app", None)).await;
+    assert_eq!(fetch_answers(&response), [(orders, 0, 2, 0)]);
 }

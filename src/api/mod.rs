@@ -339,6 +339,9 @@ async fn dispatch(
 ) -> Reply {
     let authz = authorize::Authz::new(broker, session);
     let version = request.header.request_api_version;
+    if let RequestKind::OffsetCommit(r) = &mut request.body {
+        committed_offsets::name_commit_topics(broker, r, version);
+    }
     let denied = match authorize::before(&authz, &mut request.body, version) {
         Ok(denied) => denied,
         Err(refused) => return refused,

@@ -7,6 +7,7 @@
 pub mod configs;
 pub mod data;
 pub mod groups;
+pub mod offsets_v10;
 pub mod quotas;
 pub mod secure;
 

@@ -33,8 +33,12 @@ pub enum Denied {
     DeleteGroups(Vec<delete_groups_response::DeletableGroupResult>),
     /// Described groups not authorized, and whether operations were asked for.
     DescribeGroups(Vec<String>, bool),
-    /// OffsetFetch: topics not described are refused when named (true), else dropped.
-    OffsetFetch(bool),
+    /// OffsetFetch: topics not described are refused when `named`, else dropped; `by_id` (v10+):
+    /// a topic without a name is an id that names no topic, answered UNKNOWN_TOPIC_ID as it is.
+    OffsetFetch {
+        named: bool,
+        by_id: bool,
+    },
     FindCoordinator(Vec<find_coordinator_response::Coordinator>),
     ListGroups,
     DescribeCluster(bool),
@@ -248,9 +252,11 @@ pub(crate) fn before(
                     .collect();
                 return Err(body(OffsetCommitResponse::default().with_topics(topics)));
             }
+            // From v10 the names are those of the topics the ids name (`name_commit_topics`);
+            // an unnamed topic is an unknown id, which the handler answers UNKNOWN_TOPIC_ID.
             let (ok, no): (Vec<_>, Vec<_>) = std::mem::take(&mut r.topics)
                 .into_iter()
-                .partition(|t| authz.topic(Read, &t.name));
+                .partition(|t| (version >= 10 && t.name.is_empty()) || authz.topic(Read, &t.name));
             r.topics = ok;
             Denied::OffsetCommit(no.iter().map(|t| commit_errors(t, TOPIC_DENIED)).collect())
         }
@@ -260,7 +266,10 @@ pub(crate) fn before(
                     OffsetFetchResponse::default().with_error_code(code(GROUP_DENIED)),
                 ));
             }
-            Denied::OffsetFetch(r.topics.is_some())
+            Denied::OffsetFetch {
+                named: r.topics.is_some(),
+                by_id: version >= 10,
+            }
         }
         RequestKind::OffsetDelete(r) => {
             if !authz.group(Delete, &r.group_id) {
@@ -533,7 +542,7 @@ pub(crate) fn after(authz: &Authz<'_>, denied: Denied, response: &mut ResponseKi
         (Denied::FindCoordinator(no), ResponseKind::FindCoordinator(r)) => {
             r.coordinators.extend(no)
         }
-        (Denied::OffsetFetch(named), ResponseKind::OffsetFetch(r)) => {
+        (Denied::OffsetFetch { named, by_id }, ResponseKind::OffsetFetch(r)) => {
             // Topics the caller may not describe: refused when named, dropped from "all".
             if !named {
                 r.topics.retain(|t| authz.topic(Describe, &t.name));
@@ -553,7 +562,8 @@ pub(crate) fn after(authz: &Authz<'_>, denied: Denied, response: &mut ResponseKi
                     g.error_code = code(GROUP_DENIED);
                     continue;
                 }
-                g.topics.retain(|t| authz.topic(Describe, &t.name));
+                g.topics
+                    .retain(|t| (by_id && t.name.is_empty()) || authz.topic(Describe, &t.name));
             }
         }
         (Denied::ListGroups, ResponseKind::ListGroups(r)) if !authz.cluster(Describe) => {

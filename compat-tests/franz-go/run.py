@@ -96,7 +96,7 @@ def sasl_broker(root, sluice_bin):
             "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
     })
     b.start()
-    res = subprocess.run([str(COMPAT / "kafka" / "run-class.sh"), "kafka.admin.ConfigCommand",
+    res = subprocess.run([str(COMPAT / "kafka" / "run-class.sh"), "org.apache.kafka.tools.ConfigCommand",
                           "--bootstrap-server", b.bootstrap, "--alter", "--entity-type", "users",
                           "--entity-name", SCRAM_USER, "--add-config",
                           f"SCRAM-SHA-256=[iterations=8192,password={SCRAM_PASSWORD}]"],

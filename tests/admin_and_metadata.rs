@@ -27,10 +27,35 @@ async fn api_versions_every_version_and_the_fallback() {
         assert_eq!((produce.min_version, produce.max_version), (0, 13));
         let fetch = response.api_keys.iter().find(|k| k.api_key == 1).unwrap();
         assert_eq!(fetch.min_version, 4);
-        assert!(
-            response.api_keys.iter().all(|k| k.api_key != 68),
-            "the KIP-848 heartbeat is not advertised"
+        let heartbeat = response.api_keys.iter().find(|k| k.api_key == 68).unwrap();
+        assert_eq!(
+            (heartbeat.min_version, heartbeat.max_version),
+            (0, 1),
+            "KIP-848"
         );
+        // Features from v3, as Kafka 4.4: group.version finalized at 1; supported 0-1 listed
+        // only from v4 (a v3 answer leaves out supported features whose minimum is 0).
+        let finalized: Vec<(&str, i16, i16)> = response
+            .finalized_features
+            .iter()
+            .map(|f| (f.name.as_str(), f.min_version_level, f.max_version_level))
+            .collect();
+        let supported: Vec<(&str, i16, i16)> = response
+            .supported_features
+            .iter()
+            .map(|f| (f.name.as_str(), f.min_version, f.max_version))
+            .collect();
+        match version {
+            0..=2 => assert!(finalized.is_empty() && supported.is_empty()),
+            3 => assert_eq!(
+                (finalized, supported),
+                (vec![("group.version", 1, 1)], vec![])
+            ),
+            _ => assert_eq!(
+                (finalized, supported),
+                (vec![("group.version", 1, 1)], vec![("group.version", 0, 1)])
+            ),
+        }
     }
     // v3 with an invalid software name: INVALID_REQUEST, and (as Kafka 4.4) no API list.
     let bad = ApiVersionsRequest::default()

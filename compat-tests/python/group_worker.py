@@ -3,6 +3,10 @@ the test can SIGKILL it (no LeaveGroup: the broker must notice through the sessi
 
     python group_worker.py BOOTSTRAP GROUP TOPIC STRATEGY OUT_FILE
 
+STRATEGY is a classic assignor (`range`, `cooperative-sticky`), or `consumer:ASSIGNOR` for the
+KIP-848 consumer protocol (`group.protocol=consumer`, `group.remote.assignor=ASSIGNOR`), whose
+session timeout and heartbeat interval the broker sets.
+
 It subscribes to TOPIC, and after every non-empty batch writes the records it processed to
 OUT_FILE and then commits synchronously (`commit(asynchronous=False)`): a record is written down
 before its offset is committed, so anything committed has been recorded as processed.
@@ -35,15 +39,19 @@ class Worker:
         self.hold_path = out_path + ".hold"
         self.stop = False
         self.dirty = False  # consumed records whose offsets are not committed yet
-        self.consumer = Consumer({
+        conf = {
             "bootstrap.servers": bootstrap,
             "group.id": group,
-            "partition.assignment.strategy": strategy,
-            "session.timeout.ms": 6000,
-            "heartbeat.interval.ms": 1000,
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
-        })
+        }
+        if strategy.startswith("consumer:"):
+            conf.update({"group.protocol": "consumer",
+                         "group.remote.assignor": strategy.split(":", 1)[1]})
+        else:
+            conf.update({"partition.assignment.strategy": strategy,
+                         "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000})
+        self.consumer = Consumer(conf)
         self.consumer.subscribe([topic], on_assign=self.on_assign, on_revoke=self.on_revoke,
                                 on_lost=self.on_lost)
 

@@ -93,6 +93,7 @@ class WorkerProc:
         self.live = True
         self.assignments = []  # (t, [partitions]) in order
         self.records = []      # [partition, offset, value]
+        self.batches = []      # (t, [[partition, offset, value], ..]) in order
         self.commit_errors = []
         self.errors = []
         self.closed = False
@@ -116,6 +117,7 @@ class WorkerProc:
                 self.assignments.append((ev["t"], ev["parts"]))
             elif kind == "recs":
                 self.records.extend(ev["r"])
+                self.batches.append((ev["t"], ev["r"]))
             elif kind == "commit_error":
                 self.commit_errors.append((ev["t"], ev["where"], ev["error"]))
             elif kind == "error":

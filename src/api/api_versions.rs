@@ -10,8 +10,11 @@
 //! answers REBOOTSTRAP_REQUIRED, so a client whose address now reaches another broker starts over
 //! from its bootstrap servers. Naming only one of the two is INVALID_REQUEST.
 
-use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::api_versions_response::{
+    ApiVersion, FinalizedFeatureKey, SupportedFeatureKey,
+};
 use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
+use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use super::errors::code;
@@ -42,7 +45,11 @@ pub fn handle(
                 .with_max_version(max)
         })
         .collect();
-    ApiVersionsResponse::default().with_api_keys(api_keys)
+    let mut response = ApiVersionsResponse::default().with_api_keys(api_keys);
+    if version >= 3 {
+        add_features(&mut response, version);
+    }
+    response
 }
 
 fn check(
@@ -73,6 +80,36 @@ fn check(
         }
     }
     Ok(())
+}
+
+/// The features a Kafka 4.4 broker finalizes that sluice implements: `group.version` 1 (the
+/// KIP-848 consumer group protocol), as (name, supported min, supported max, finalized level).
+const FEATURES: &[(&str, i16, i16, i16)] = &[("group.version", 0, 1, 1)];
+
+/// The finalized features' epoch. Kafka's is the offset of the metadata record that last
+/// changed them; sluice's never change, so it is constant.
+const FINALIZED_FEATURES_EPOCH: i64 = 0;
+
+/// ApiVersions v3+ lists supported and finalized features. As Kafka 4.4 does, a v3 answer
+/// leaves out supported features whose minimum is 0, which clients before KIP-1113 misread.
+fn add_features(response: &mut ApiVersionsResponse, version: i16) {
+    for (name, min, max, level) in FEATURES {
+        if version >= 4 || *min > 0 {
+            response.supported_features.push(
+                SupportedFeatureKey::default()
+                    .with_name(StrBytes::from_static_str(name))
+                    .with_min_version(*min)
+                    .with_max_version(*max),
+            );
+        }
+        response.finalized_features.push(
+            FinalizedFeatureKey::default()
+                .with_name(StrBytes::from_static_str(name))
+                .with_max_version_level(*level)
+                .with_min_version_level(*level),
+        );
+    }
+    response.finalized_features_epoch = FINALIZED_FEATURES_EPOCH;
 }
 
 /// KIP-511: `[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?`

@@ -435,6 +435,11 @@ async fn dispatch_authorized(
             let host = format!("/{}", session.peer.ip());
             body(groups.join_group(r, version, client_id, &host).await)
         }
+        RequestKind::ConsumerGroupHeartbeat(r) => {
+            let host = format!("/{}", session.peer.ip());
+            body(groups.consumer_group_heartbeat(r, version, client_id, &host))
+        }
+        RequestKind::ConsumerGroupDescribe(r) => body(groups.consumer_group_describe(r, version)),
         RequestKind::SyncGroup(r) => body(groups.sync_group(r, version).await),
         RequestKind::Heartbeat(r) => body(groups.heartbeat(r, version)),
         RequestKind::LeaveGroup(r) => body(groups.leave_group(r, version)),

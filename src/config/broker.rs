@@ -15,6 +15,7 @@
 //! (`row(name, type, default, update, set!(field ...), shown)`); list it in
 //! `config/server.properties` with the same default (a test compares the two).
 
+use super::group::{parse_assignors, parse_migration_policy};
 use super::listeners::{check_endpoints, format_listeners};
 use super::topic::{self, ConfigType};
 use super::{
@@ -237,6 +238,20 @@ mod table {
     ignored("controller.quorum.voters", Static),
     row("default.replication.factor", Int, Some("1"), Static, set!(default_replication_factor, min 1), Value(|c| c.default_replication_factor.to_string())),
     row("fetch.max.bytes", Int, Some("57671680"), Static, set!(fetch_max_bytes, min 0), Value(|c| c.fetch_max_bytes.to_string())),
+    row("group.consumer.assignment.interval.ms", Int, Some("1000"), Static, set!(group_consumer_assignment_interval_ms, min 0), No),
+    ignored("group.consumer.assignor.offload.enable", Static),
+    row("group.consumer.assignors", List, Some("uniform,range"), Static, set!(group_consumer_assignors, parse_assignors), No),
+    row("group.consumer.heartbeat.interval.ms", Int, Some("5000"), Static, set!(group_consumer_heartbeat_interval_ms, min 1), No),
+    row("group.consumer.max.assignment.interval.ms", Int, Some("15000"), Static, set!(group_consumer_max_assignment_interval_ms, min 0), No),
+    row("group.consumer.max.heartbeat.interval.ms", Int, Some("15000"), Static, set!(group_consumer_max_heartbeat_interval_ms, min 1), No),
+    row("group.consumer.max.session.timeout.ms", Int, Some("60000"), Static, set!(group_consumer_max_session_timeout_ms, min 1), No),
+    row("group.consumer.max.size", Int, Some("2147483647"), Static, set!(group_consumer_max_size, min 1), No),
+    row("group.consumer.migration.policy", String, Some("bidirectional"), Static, set!(group_consumer_migration_policy, parse_migration_policy), No),
+    row("group.consumer.min.assignment.interval.ms", Int, Some("0"), Static, set!(group_consumer_min_assignment_interval_ms, min 0), No),
+    row("group.consumer.min.heartbeat.interval.ms", Int, Some("5000"), Static, set!(group_consumer_min_heartbeat_interval_ms, min 1), No),
+    row("group.consumer.min.session.timeout.ms", Int, Some("45000"), Static, set!(group_consumer_min_session_timeout_ms, min 1), No),
+    row("group.consumer.regex.refresh.interval.ms", Int, Some("600000"), Static, set!(group_consumer_regex_refresh_interval_ms, min 10000), No),
+    row("group.consumer.session.timeout.ms", Int, Some("45000"), Static, set!(group_consumer_session_timeout_ms, min 1), No),
     row("group.initial.rebalance.delay.ms", Int, Some("3000"), Static, set!(group_initial_rebalance_delay_ms, min 0), No),
     row("group.max.session.timeout.ms", Int, Some("1800000"), Static, set!(group_max_session_timeout_ms, min 0), No),
     row("group.max.size", Int, Some("2147483647"), Static, set!(group_max_size, min 1), No),

@@ -16,6 +16,7 @@
 
 pub mod broker;
 pub mod env;
+mod group;
 pub mod listeners;
 mod properties;
 pub mod topic;
@@ -75,6 +76,24 @@ pub struct Config {
     /// How long a new group waits for more members before its first rebalance completes.
     pub group_initial_rebalance_delay_ms: i64,
     pub group_max_size: usize,
+    /// `group.consumer.*`: the KIP-848 consumer group protocol. Session timeout and heartbeat
+    /// interval given to members (a group's own `consumer.*` configs override them within the
+    /// min/max bounds), the largest group, the server-side assignors (the first is the
+    /// default), the classic/consumer migration policy, how often regular expressions are
+    /// resolved again, and the least time between two target assignments of a group.
+    pub group_consumer_session_timeout_ms: i32,
+    pub group_consumer_min_session_timeout_ms: i32,
+    pub group_consumer_max_session_timeout_ms: i32,
+    pub group_consumer_heartbeat_interval_ms: i32,
+    pub group_consumer_min_heartbeat_interval_ms: i32,
+    pub group_consumer_max_heartbeat_interval_ms: i32,
+    pub group_consumer_max_size: usize,
+    pub group_consumer_assignors: Vec<String>,
+    pub group_consumer_migration_policy: String,
+    pub group_consumer_regex_refresh_interval_ms: i64,
+    pub group_consumer_assignment_interval_ms: i32,
+    pub group_consumer_min_assignment_interval_ms: i32,
+    pub group_consumer_max_assignment_interval_ms: i32,
     pub offsets_retention_minutes: i64,
     pub offset_metadata_max_bytes: usize,
     /// Idempotent producers idle this long are forgotten.
@@ -177,6 +196,7 @@ impl Config {
                 "queued.max.request.bytes must be at least socket.request.max.bytes".into(),
             ));
         }
+        group::check_consumer_group_settings(&config)?;
         if let Some(http) = &config.http_listener {
             // The control endpoint is never one that Kafka clients use.
             if let Some(listener) = config
@@ -218,6 +238,19 @@ impl Config {
             group_max_session_timeout_ms: 0,
             group_initial_rebalance_delay_ms: 0,
             group_max_size: 0,
+            group_consumer_session_timeout_ms: 0,
+            group_consumer_min_session_timeout_ms: 0,
+            group_consumer_max_session_timeout_ms: 0,
+            group_consumer_heartbeat_interval_ms: 0,
+            group_consumer_min_heartbeat_interval_ms: 0,
+            group_consumer_max_heartbeat_interval_ms: 0,
+            group_consumer_max_size: 0,
+            group_consumer_assignors: Vec::new(),
+            group_consumer_migration_policy: String::new(),
+            group_consumer_regex_refresh_interval_ms: 0,
+            group_consumer_assignment_interval_ms: 0,
+            group_consumer_min_assignment_interval_ms: 0,
+            group_consumer_max_assignment_interval_ms: 0,
             offsets_retention_minutes: 0,
             offset_metadata_max_bytes: 0,
             producer_id_expiration_ms: 0,

@@ -1,6 +1,8 @@
 //! The admin side of groups: ListGroups (API 16, v0-5), DescribeGroups (API 15, v0-6) and
 //! DeleteGroups (API 42, v0-3; v3 only adds an error message, which `protocol` writes as null,
-//! as Kafka 4.4 does for every error of a classic group). Every group here is a "classic" group.
+//! as Kafka 4.4 does for every error of a classic group), for classic groups and KIP-848
+//! consumer groups alike. As in Kafka, DescribeGroups describes classic groups only: a consumer
+//! group is reported Dead (with GROUP_ID_NOT_FOUND from v6); ConsumerGroupDescribe describes it.
 
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
@@ -13,11 +15,12 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use super::records;
-use super::state::{ClassicGroup, GroupState};
+use super::state::{GroupState, CONSUMER_PROTOCOL_TYPE};
 use super::{GroupCoordinator, Inner};
 
-/// The group type ListGroups v5 reports; KIP-848 "consumer" groups do not exist here.
+/// The group types ListGroups v5 reports.
 const CLASSIC_GROUP_TYPE: &str = "classic";
+const CONSUMER_GROUP_TYPE: &str = "consumer";
 
 impl GroupCoordinator {
     /// Lists groups, filtered by state (v4+) and type (v5), both case-insensitively as Kafka does.
@@ -30,26 +33,42 @@ impl GroupCoordinator {
         let wanted = |filter: &[StrBytes], value: &str| {
             filter.is_empty() || filter.iter().any(|f| f.eq_ignore_ascii_case(value))
         };
-        let mut groups: Vec<&ClassicGroup> = inner
-            .groups
-            .values()
-            .filter(|g| version < 4 || wanted(&request.states_filter, g.state.name()))
-            .filter(|_| version < 5 || wanted(&request.types_filter, CLASSIC_GROUP_TYPE))
+        // (id, protocol type, state, group type) of every group, classic and consumer.
+        let classic = inner.groups.values().map(|g| {
+            let protocol_type = g.protocol_type.clone().unwrap_or_default();
+            (
+                g.group_id.as_str(),
+                protocol_type,
+                g.state.name(),
+                CLASSIC_GROUP_TYPE,
+            )
+        });
+        let consumer = inner.consumer_groups.values().map(|g| {
+            let protocol_type = CONSUMER_PROTOCOL_TYPE.to_string();
+            (
+                g.group_id.as_str(),
+                protocol_type,
+                g.state().name(),
+                CONSUMER_GROUP_TYPE,
+            )
+        });
+        let mut groups: Vec<_> = classic
+            .chain(consumer)
+            .filter(|(_, _, state, _)| version < 4 || wanted(&request.states_filter, state))
+            .filter(|(_, _, _, kind)| version < 5 || wanted(&request.types_filter, kind))
             .collect();
-        groups.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+        groups.sort_by(|a, b| a.0.cmp(b.0));
         let listed = groups
             .into_iter()
-            .map(|g| {
+            .map(|(id, protocol_type, state, kind)| {
                 let mut listed = ListedGroup::default()
-                    .with_group_id(group_id(&g.group_id))
-                    .with_protocol_type(StrBytes::from_string(
-                        g.protocol_type.clone().unwrap_or_default(),
-                    ));
+                    .with_group_id(group_id(id))
+                    .with_protocol_type(StrBytes::from_string(protocol_type));
                 if version >= 4 {
-                    listed.group_state = StrBytes::from_static_str(g.state.name());
+                    listed.group_state = StrBytes::from_static_str(state);
                 }
                 if version >= 5 {
-                    listed.group_type = StrBytes::from_static_str(CLASSIC_GROUP_TYPE);
+                    listed.group_type = StrBytes::from_static_str(kind);
                 }
                 listed
             })
@@ -101,6 +120,9 @@ impl GroupCoordinator {
         if inner.shut_down {
             return Err(ResponseError::NotCoordinator);
         }
+        if inner.consumer_groups.contains_key(group_id) {
+            return self.delete_consumer_group(inner, group_id);
+        }
         // An empty group id is accepted, as Kafka does for compatibility; no such group exists.
         let group = inner
             .groups
@@ -138,11 +160,13 @@ fn describe_group(inner: &Inner, id: &str, version: i16) -> DescribedGroup {
     }
     let Some(group) = inner.groups.get(id) else {
         let dead = described.with_group_state(StrBytes::from_static_str("Dead"));
+        let message = match inner.consumer_groups.contains_key(id) {
+            true => format!("Group {id} is not a classic group."),
+            false => format!("Group {id} not found."),
+        };
         return if version >= 6 {
             dead.with_error_code(ResponseError::GroupIdNotFound.code())
-                .with_error_message(Some(StrBytes::from_string(format!(
-                    "Group {id} not found."
-                ))))
+                .with_error_message(Some(StrBytes::from_string(message)))
         } else {
             dead
         };
@@ -182,6 +206,40 @@ fn describe_group(inner: &Inner, id: &str, version: i16) -> DescribedGroup {
         ))
         .with_protocol_data(StrBytes::from_string(stable_protocol.unwrap_or_default()))
         .with_members(members)
+}
+
+impl GroupCoordinator {
+    /// Deletes an Empty consumer group: its offsets' tombstones, then its records' (Kafka's
+    /// order, the group epoch last).
+    fn delete_consumer_group(
+        &self,
+        inner: &mut Inner,
+        group_id: &str,
+    ) -> Result<(), ResponseError> {
+        let Some(group) = inner.consumer_groups.get(group_id) else {
+            return Err(ResponseError::GroupIdNotFound);
+        };
+        if !group.core.members.is_empty() {
+            return Err(ResponseError::NonEmptyGroup);
+        }
+        let encode_failed = |_| ResponseError::UnknownServerError;
+        let mut batch = Vec::new();
+        for (topic, partitions) in &group.offsets {
+            for partition in partitions.keys() {
+                let key = records::encode_offset_commit_key(group_id, topic, *partition)
+                    .map_err(encode_failed)?;
+                batch.push((key, None));
+            }
+        }
+        batch.extend(
+            super::consumer::changes::group_tombstones(group_id, &group.core)
+                .map_err(encode_failed)?,
+        );
+        self.append(group_id, batch)?;
+        inner.consumer_groups.remove(group_id);
+        tracing::info!(group_id, "deleted consumer group");
+        Ok(())
+    }
 }
 
 fn group_id(id: &str) -> GroupId {

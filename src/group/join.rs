@@ -76,6 +76,9 @@ impl GroupCoordinator {
         if !session_range.contains(&join.session_timeout_ms) {
             return Joined::error(ResponseError::InvalidSessionTimeout, &join.member_id);
         }
+        if let Err(error) = self.make_room_for_classic(&mut inner, &group_id, now_ms) {
+            return Joined::error(error, &join.member_id);
+        }
         if !inner.groups.contains_key(&group_id) {
             // Only a member without an id may create a group; one with an id is from a group
             // this coordinator no longer knows.
@@ -92,6 +95,35 @@ impl GroupCoordinator {
         };
         inner.note_wakeup(&group_id, &self.timers_changed);
         joined
+    }
+}
+
+impl GroupCoordinator {
+    /// A classic join to the id of a KIP-848 consumer group: an Empty one gives way (its
+    /// records are tombstoned, its offsets go to the classic group), as Kafka's
+    /// `maybeDeleteEmptyConsumerGroup`; one with members cannot take a classic member here
+    /// (Kafka migrates it online, which sluice does not do yet): INCONSISTENT_GROUP_PROTOCOL.
+    fn make_room_for_classic(
+        &self,
+        inner: &mut super::Inner,
+        group_id: &str,
+        now_ms: i64,
+    ) -> Result<(), ResponseError> {
+        let Some(consumer) = inner.consumer_groups.get(group_id) else {
+            return Ok(());
+        };
+        if !consumer.core.members.is_empty() {
+            return Err(ResponseError::InconsistentGroupProtocol);
+        }
+        let tombstones = super::consumer::changes::group_tombstones(group_id, &consumer.core)
+            .map_err(|_| ResponseError::UnknownServerError)?;
+        self.append(group_id, tombstones)?;
+        if let Some(consumer) = inner.consumer_groups.remove(group_id) {
+            let mut group = ClassicGroup::new(group_id, Some(now_ms));
+            group.offsets = consumer.offsets;
+            inner.groups.insert(group_id.to_string(), group);
+        }
+        Ok(())
     }
 }
 

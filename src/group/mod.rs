@@ -24,6 +24,7 @@
 //! [`OffsetStore`] must therefore never call back into the coordinator.
 
 mod admin;
+mod consumer;
 mod context;
 pub mod group_record;
 mod join;
@@ -35,12 +36,13 @@ mod rebalance;
 pub mod records;
 mod state;
 mod sync;
+pub mod topics;
 
 #[cfg(test)]
 mod tests;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -48,9 +50,11 @@ use tokio::sync::{watch, Notify};
 
 use crate::config::Config;
 use crate::time::Clock;
+use consumer::ConsumerGroup;
 use context::Ctx;
 use records::RecordKey;
 use state::{ClassicGroup, CommittedOffset, JoinOutcome, SyncOutcome};
+use topics::TopicImage;
 
 /// Kafka's `classicGroupNewMemberJoinTimeoutMs` (fixed at 5 minutes there too): how long a
 /// brand-new member may stay parked in its first JoinGroup before it is dropped (it will retry).
@@ -78,6 +82,61 @@ pub struct GroupConfig {
     pub offsets_retention_ms: i64,
     /// `group.max.size`
     pub group_max_size: usize,
+    /// `group.consumer.session.timeout.ms` and its bounds.
+    pub consumer_session_timeout_ms: i32,
+    pub consumer_min_session_timeout_ms: i32,
+    pub consumer_max_session_timeout_ms: i32,
+    /// `group.consumer.heartbeat.interval.ms` and its bounds.
+    pub consumer_heartbeat_interval_ms: i32,
+    pub consumer_min_heartbeat_interval_ms: i32,
+    pub consumer_max_heartbeat_interval_ms: i32,
+    /// `group.consumer.max.size`
+    pub consumer_max_size: usize,
+    /// `group.consumer.assignors`; the first is the default.
+    pub consumer_assignors: Vec<String>,
+    /// `group.consumer.migration.policy`
+    pub migration_policy: MigrationPolicy,
+    /// `group.consumer.regex.refresh.interval.ms`
+    pub consumer_regex_refresh_interval_ms: i64,
+    /// `group.consumer.assignment.interval.ms` and its bounds.
+    pub consumer_assignment_interval_ms: i32,
+    pub consumer_min_assignment_interval_ms: i32,
+    pub consumer_max_assignment_interval_ms: i32,
+}
+
+/// `group.consumer.migration.policy`: which way a non-empty group may change protocol online
+/// (empty groups always may).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MigrationPolicy {
+    Disabled,
+    Upgrade,
+    Downgrade,
+    Bidirectional,
+}
+
+impl MigrationPolicy {
+    fn parse(value: &str) -> MigrationPolicy {
+        match value {
+            "disabled" => MigrationPolicy::Disabled,
+            "upgrade" => MigrationPolicy::Upgrade,
+            "downgrade" => MigrationPolicy::Downgrade,
+            _ => MigrationPolicy::Bidirectional,
+        }
+    }
+
+    pub fn upgrade_enabled(self) -> bool {
+        matches!(
+            self,
+            MigrationPolicy::Upgrade | MigrationPolicy::Bidirectional
+        )
+    }
+
+    pub fn downgrade_enabled(self) -> bool {
+        matches!(
+            self,
+            MigrationPolicy::Downgrade | MigrationPolicy::Bidirectional
+        )
+    }
 }
 
 impl GroupConfig {
@@ -90,7 +149,28 @@ impl GroupConfig {
             offset_metadata_max_bytes: config.offset_metadata_max_bytes,
             offsets_retention_ms: config.offsets_retention_minutes.saturating_mul(60_000),
             group_max_size: config.group_max_size,
+            consumer_session_timeout_ms: config.group_consumer_session_timeout_ms,
+            consumer_min_session_timeout_ms: config.group_consumer_min_session_timeout_ms,
+            consumer_max_session_timeout_ms: config.group_consumer_max_session_timeout_ms,
+            consumer_heartbeat_interval_ms: config.group_consumer_heartbeat_interval_ms,
+            consumer_min_heartbeat_interval_ms: config.group_consumer_min_heartbeat_interval_ms,
+            consumer_max_heartbeat_interval_ms: config.group_consumer_max_heartbeat_interval_ms,
+            consumer_max_size: config.group_consumer_max_size,
+            consumer_assignors: config.group_consumer_assignors.clone(),
+            migration_policy: MigrationPolicy::parse(&config.group_consumer_migration_policy),
+            consumer_regex_refresh_interval_ms: config.group_consumer_regex_refresh_interval_ms,
+            consumer_assignment_interval_ms: config.group_consumer_assignment_interval_ms,
+            consumer_min_assignment_interval_ms: config.group_consumer_min_assignment_interval_ms,
+            consumer_max_assignment_interval_ms: config.group_consumer_max_assignment_interval_ms,
         }
+    }
+
+    /// The assignor of groups whose members ask for none.
+    pub fn default_assignor(&self) -> &str {
+        self.consumer_assignors
+            .first()
+            .map(String::as_str)
+            .unwrap_or("uniform")
     }
 }
 
@@ -145,10 +225,14 @@ pub struct GroupCoordinator {
     inner: Mutex<Inner>,
     /// Signalled when a timer is armed earlier than the timer task's next wake-up.
     timers_changed: Notify,
+    /// The broker's topics (`set_topic_image`); none until then.
+    topic_image: OnceLock<Arc<dyn TopicImage>>,
 }
 
 pub(crate) struct Inner {
     groups: HashMap<String, ClassicGroup>,
+    /// KIP-848 consumer groups. A group id is in at most one of the two maps.
+    consumer_groups: HashMap<String, ConsumerGroup>,
     /// A lower bound on every group's `wakeup_ms`: `tick` does nothing before it.
     wakeup_ms: i64,
     next_offsets_check_ms: i64,
@@ -166,6 +250,14 @@ impl Inner {
             self.wakeup_ms = self.wakeup_ms.min(group.wakeup_ms);
         }
         self.reschedule_if_earlier(timers_changed);
+    }
+
+    /// Folds a consumer group's earliest timer into the coordinator-wide wake-up time (the
+    /// caller then calls `reschedule_if_earlier`).
+    fn note_consumer_wakeup(&mut self, group_id: &str) {
+        if let Some(group) = self.consumer_groups.get(group_id) {
+            self.wakeup_ms = self.wakeup_ms.min(group.wakeup_ms);
+        }
     }
 
     /// Wakes the timer task if a timer is now due before the task means to wake.
@@ -196,8 +288,12 @@ impl GroupCoordinator {
         for (key, value) in store.load()? {
             replay_record(&mut replay, &key, value.as_deref())?;
         }
-        let groups = replay.finish();
-        tracing::info!(groups = groups.len(), "loaded groups and committed offsets");
+        let (groups, consumer_groups) = replay.finish();
+        tracing::info!(
+            groups = groups.len(),
+            consumer_groups = consumer_groups.len(),
+            "loaded groups and committed offsets"
+        );
         let now_ms = clock.now_ms();
         let coordinator = Arc::new(GroupCoordinator {
             config,
@@ -205,12 +301,14 @@ impl GroupCoordinator {
             store,
             inner: Mutex::new(Inner {
                 groups,
+                consumer_groups,
                 wakeup_ms: i64::MAX,
                 next_offsets_check_ms: now_ms.saturating_add(OFFSETS_RETENTION_CHECK_INTERVAL_MS),
                 scheduled_tick_ms: i64::MAX,
                 shut_down: false,
             }),
             timers_changed: Notify::new(),
+            topic_image: OnceLock::new(),
         });
         coordinator.on_loaded(now_ms);
         Ok(coordinator)
@@ -222,6 +320,37 @@ impl GroupCoordinator {
         let mut wakeup_ms = i64::MAX;
         for group in inner.groups.values_mut() {
             rebalance::on_loaded(group, &ctx);
+            wakeup_ms = wakeup_ms.min(group.wakeup_ms);
+        }
+        for group in inner.consumer_groups.values_mut() {
+            consumer::replay::on_loaded(group, &ctx);
+            wakeup_ms = wakeup_ms.min(group.wakeup_ms);
+        }
+        inner.wakeup_ms = wakeup_ms;
+    }
+
+    /// Gives the coordinator the broker's topics (once, at start-up): KIP-848 groups assign by
+    /// topic id and resolve regular expressions against them.
+    pub fn set_topic_image(&self, topics: Arc<dyn TopicImage>) {
+        let _ = self.topic_image.set(topics);
+    }
+
+    fn topics(&self) -> &dyn TopicImage {
+        match self.topic_image.get() {
+            Some(topics) => topics.as_ref(),
+            None => &topics::NoTopics,
+        }
+    }
+
+    /// Runs every due timer of classic and consumer groups.
+    fn fire_all_timers(&self, inner: &mut Inner, ctx: &Ctx) {
+        rebalance::fire_timers(inner, ctx);
+        let topics = self.topics();
+        let mut wakeup_ms = inner.wakeup_ms;
+        for group in inner.consumer_groups.values_mut() {
+            if group.wakeup_ms <= ctx.now_ms {
+                consumer::fence::fire_timers(group, ctx, topics);
+            }
             wakeup_ms = wakeup_ms.min(group.wakeup_ms);
         }
         inner.wakeup_ms = wakeup_ms;
@@ -246,7 +375,7 @@ impl GroupCoordinator {
             return;
         }
         if now_ms >= inner.wakeup_ms {
-            rebalance::fire_timers(&mut inner, &self.ctx(now_ms));
+            self.fire_all_timers(&mut inner, &self.ctx(now_ms));
         }
         if now_ms >= inner.next_offsets_check_ms {
             inner.next_offsets_check_ms =
@@ -304,7 +433,7 @@ impl GroupCoordinator {
     fn lock_at(&self, now_ms: i64) -> MutexGuard<'_, Inner> {
         let mut inner = self.lock();
         if !inner.shut_down && now_ms >= inner.wakeup_ms {
-            rebalance::fire_timers(&mut inner, &self.ctx(now_ms));
+            self.fire_all_timers(&mut inner, &self.ctx(now_ms));
             inner.reschedule_if_earlier(&self.timers_changed);
         }
         inner
@@ -325,7 +454,6 @@ fn replay_record(
     key: &[u8],
     value: Option<&[u8]>,
 ) -> Result<(), String> {
-    let groups = &mut replay.groups;
     match records::decode_key(key)? {
         RecordKey::OffsetCommit {
             group_id,
@@ -334,9 +462,6 @@ fn replay_record(
         } => match value {
             Some(value) => {
                 let value = records::decode_offset_commit_value(value)?;
-                let group = groups
-                    .entry(group_id.clone())
-                    .or_insert_with(|| ClassicGroup::new(&group_id, None));
                 let committed = CommittedOffset {
                     offset: value.offset,
                     leader_epoch: value.leader_epoch,
@@ -344,19 +469,30 @@ fn replay_record(
                     commit_timestamp_ms: value.commit_timestamp_ms,
                     expire_timestamp_ms: value.expire_timestamp_ms,
                 };
-                group
+                replay
                     .offsets
+                    .entry(group_id)
+                    .or_default()
                     .entry(topic)
                     .or_default()
                     .insert(partition, committed);
             }
             None => {
-                if let Some(group) = groups.get_mut(&group_id) {
-                    offsets::remove_offset(group, &topic, partition);
+                if let Some(offsets) = replay.offsets.get_mut(&group_id) {
+                    consumer::remove_from(offsets, &topic, partition);
                 }
             }
         },
         RecordKey::GroupMetadata { group_id } => replay.group_metadata(&group_id, value)?,
+        RecordKey::Other { record_type }
+            if consumer::records::is_consumer_record_type(record_type) =>
+        {
+            let classic = &mut replay.groups;
+            let mut remove_classic = |group_id: &str| {
+                classic.remove(group_id);
+            };
+            consumer::replay::apply(&mut replay.consumer_groups, key, value, &mut remove_classic)?;
+        }
         RecordKey::Other { record_type } => {
             tracing::debug!(
                 record_type,

@@ -63,10 +63,10 @@ impl GroupCoordinator {
                             .map(|t| (t.name.to_string(), t.partition_indexes.clone()))
                             .collect()
                     });
-                    group_response(
-                        g.group_id.as_str(),
-                        fetch_group(&inner, g.group_id.as_str(), topics),
-                    )
+                    let member = (g.member_id.as_deref(), g.member_epoch);
+                    let result = check_member(&inner, g.group_id.as_str(), member)
+                        .and_then(|()| fetch_group(&inner, g.group_id.as_str(), topics));
+                    group_response(g.group_id.as_str(), result)
                 })
                 .collect();
             return OffsetFetchResponse::default().with_groups(groups);
@@ -91,11 +91,14 @@ fn fetch_group(
     if inner.shut_down {
         return Err(ResponseError::NotCoordinator);
     }
-    let group = inner.groups.get(group_id);
+    let group = match inner.consumer_groups.get(group_id) {
+        Some(consumer) => Some(&consumer.offsets),
+        None => inner.groups.get(group_id).map(|g| &g.offsets),
+    };
     let Some(requested) = requested else {
         // All offsets of the group; an unknown group simply has none.
-        let all = group.map(|g| {
-            g.offsets
+        let all = group.map(|offsets| {
+            offsets
                 .iter()
                 .map(|(topic, partitions)| {
                     let fetched = partitions
@@ -111,7 +114,7 @@ fn fetch_group(
     Ok(requested
         .into_iter()
         .map(|(topic, partitions)| {
-            let committed = group.and_then(|g| g.offsets.get(&topic));
+            let committed = group.and_then(|offsets| offsets.get(&topic));
             let fetched = partitions
                 .iter()
                 .map(|p| Fetched::from_committed(*p, committed.and_then(|c| c.get(p))))
@@ -119,6 +122,19 @@ fn fetch_group(
             (topic, fetched)
         })
         .collect())
+}
+
+/// OffsetFetch v9+ may name the member that asks: a consumer group checks it and its epoch
+/// (Kafka's `validateOffsetFetch`); a classic group does not.
+fn check_member(
+    inner: &Inner,
+    group_id: &str,
+    (member_id, member_epoch): (Option<&str>, i32),
+) -> Result<(), ResponseError> {
+    match inner.consumer_groups.get(group_id) {
+        Some(group) => super::consumer::offsets::check_fetch(group, member_id, member_epoch),
+        None => Ok(()),
+    }
 }
 
 fn group_response(

@@ -127,6 +127,14 @@ impl GroupCoordinator {
         if request.group_id.is_empty() {
             return Err(ResponseError::InvalidGroupId);
         }
+        if let Some(group) = inner.consumer_groups.get(request.group_id.as_str()) {
+            return super::consumer::offsets::check_commit_request(
+                group,
+                request,
+                version,
+                self.topics(),
+            );
+        }
         let generation_id = request.generation_id_or_member_epoch;
         let Some(group) = inner.groups.get_mut(request.group_id.as_str()) else {
             return match generation_id {
@@ -185,13 +193,18 @@ impl GroupCoordinator {
             )?);
         }
         self.append(group_id, batch)?;
-        let group = inner
-            .groups
-            .entry(group_id.to_string())
-            .or_insert_with(|| ClassicGroup::new(group_id, Some(now_ms)));
+        let offsets = match inner.consumer_groups.get_mut(group_id) {
+            Some(group) => &mut group.offsets,
+            None => {
+                &mut inner
+                    .groups
+                    .entry(group_id.to_string())
+                    .or_insert_with(|| ClassicGroup::new(group_id, Some(now_ms)))
+                    .offsets
+            }
+        };
         for (_, _, a) in accepted {
-            group
-                .offsets
+            offsets
                 .entry(a.topic.clone())
                 .or_default()
                 .insert(a.partition, a.offset.clone());
@@ -233,21 +246,34 @@ impl GroupCoordinator {
             return Err(ResponseError::InvalidGroupId);
         }
         let group_id = request.group_id.as_str();
-        let group = inner
-            .groups
-            .get_mut(group_id)
-            .ok_or(ResponseError::GroupIdNotFound)?;
-        // Only a consumer group's subscriptions can be read; other active groups are off limits.
-        if group.state != GroupState::Empty
-            && group.protocol_type.as_deref() != Some(CONSUMER_PROTOCOL_TYPE)
-        {
-            return Err(ResponseError::NonEmptyGroup);
-        }
+        // A consumer group's offsets may be deleted while it has members, except those of
+        // topics it subscribes to (Kafka's `ConsumerGroup.validateOffsetDelete` allows it).
+        let (offsets, subscribed) = match inner.consumer_groups.get_mut(group_id) {
+            Some(group) => {
+                let subscribed = group.core.subscribed_topic_names();
+                (&mut group.offsets, subscribed)
+            }
+            None => {
+                let group = inner
+                    .groups
+                    .get_mut(group_id)
+                    .ok_or(ResponseError::GroupIdNotFound)?;
+                // Only a consumer group's subscriptions can be read; other active groups are
+                // off limits.
+                if group.state != GroupState::Empty
+                    && group.protocol_type.as_deref() != Some(CONSUMER_PROTOCOL_TYPE)
+                {
+                    return Err(ResponseError::NonEmptyGroup);
+                }
+                let subscribed = group.subscribed_topics.clone().unwrap_or_default();
+                (&mut group.offsets, subscribed.into_iter().collect())
+            }
+        };
         let mut response = Vec::with_capacity(request.topics.len());
         let mut tombstones = Vec::new();
         let mut deleted = Vec::new();
         for topic in &request.topics {
-            let subscribed = group.is_subscribed_to_topic(&topic.name);
+            let subscribed = subscribed.contains(topic.name.as_str());
             let mut partitions = Vec::with_capacity(topic.partitions.len());
             for partition in &topic.partitions {
                 let index = partition.partition_index;
@@ -255,8 +281,7 @@ impl GroupCoordinator {
                     OffsetDeleteResponsePartition::default().with_partition_index(index);
                 if subscribed {
                     response_partition.error_code = ResponseError::GroupSubscribedToTopic.code();
-                } else if group
-                    .offsets
+                } else if offsets
                     .get(topic.name.as_str())
                     .is_some_and(|p| p.contains_key(&index))
                 {
@@ -276,7 +301,7 @@ impl GroupCoordinator {
         if !tombstones.is_empty() {
             self.append(group_id, tombstones)?;
             for (topic, partition) in deleted {
-                remove_offset(group, &topic, partition);
+                super::consumer::remove_from(offsets, &topic, partition);
             }
         }
         Ok(response)
@@ -320,6 +345,15 @@ impl GroupCoordinator {
         for group_id in dead_groups {
             inner.groups.remove(&group_id);
         }
+        let retention_ms = self.config.offsets_retention_ms;
+        let store = self.store.as_ref();
+        inner.consumer_groups.retain(|group_id, group| {
+            let dead = super::consumer::offsets::expire(group, now_ms, retention_ms, store);
+            if dead {
+                tracing::info!(group_id, "deleted an empty consumer group without offsets");
+            }
+            !dead
+        });
     }
 }
 
@@ -399,12 +433,7 @@ fn offset_commit_record(
 }
 
 pub(crate) fn remove_offset(group: &mut ClassicGroup, topic: &str, partition: i32) {
-    if let Some(partitions) = group.offsets.get_mut(topic) {
-        partitions.remove(&partition);
-        if partitions.is_empty() {
-            group.offsets.remove(topic);
-        }
-    }
+    super::consumer::remove_from(&mut group.offsets, topic, partition);
 }
 
 fn commit_response(request: &OffsetCommitRequest, codes: Vec<Vec<i16>>) -> OffsetCommitResponse {

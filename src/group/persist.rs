@@ -13,31 +13,13 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 
+use super::consumer::{ConsumerGroup, Offsets};
 use super::context::Ctx;
 use super::group_record::{self, decode_group_metadata_value, GroupMetadataValue, MemberMetadata};
 use super::records;
 use super::state::{ClassicGroup, GroupState, Member, Protocol};
-use super::{OffsetStore, StoreError};
 
-/// One `__consumer_offsets` record: key and value (None for a tombstone).
-pub(crate) type Record = (Bytes, Option<Bytes>);
-
-/// Appends one group's records, mapping a failure to the error its client sees. Kafka's
-/// `appendGroupMetadataErrorToResponseError`: a record that does not fit is an internal error,
-/// anything else a coordinator that is not available for now (clients retry that).
-pub(crate) fn append(
-    store: &dyn OffsetStore,
-    group_id: &str,
-    records: Vec<Record>,
-) -> Result<(), ResponseError> {
-    store.append(group_id, records).map_err(|e| {
-        tracing::warn!(group_id, "cannot store __consumer_offsets records: {e}");
-        match e {
-            StoreError::TooLarge { .. } => ResponseError::UnknownServerError,
-            StoreError::Io(_) => ResponseError::CoordinatorNotAvailable,
-        }
-    })
-}
+pub(crate) use super::context::{append, Record};
 
 /// Kafka's `newGroupMetadataRecord`: the group as it stands, each member with the assignment
 /// `assignment_of` gives it (the SyncGroup path passes the one it is about to hand out).
@@ -92,10 +74,14 @@ pub(crate) fn store_empty_group(group: &ClassicGroup, ctx: &Ctx) {
     }
 }
 
-/// The group state rebuilt from `__consumer_offsets`, before it is served.
+/// The group state rebuilt from `__consumer_offsets`, before it is served. Committed offsets
+/// are kept apart while replaying (a group may change protocol, and be deleted and recreated,
+/// under its offsets) and go to whichever group holds the id at the end.
 #[derive(Default)]
 pub(crate) struct Replay {
     pub groups: HashMap<String, ClassicGroup>,
+    pub consumer_groups: HashMap<String, ConsumerGroup>,
+    pub offsets: HashMap<String, Offsets>,
     /// Groups whose last group-metadata record is not a tombstone: they exist even without
     /// offsets.
     pub with_metadata: std::collections::HashSet<String>,
@@ -109,12 +95,11 @@ impl Replay {
         group_id: &str,
         value: Option<&[u8]>,
     ) -> Result<(), String> {
-        let offsets = self
-            .groups
-            .remove(group_id)
-            .map(|g| g.offsets)
-            .unwrap_or_default();
-        let mut group = match value {
+        self.groups.remove(group_id);
+        if value.is_some() {
+            self.consumer_groups.remove(group_id);
+        }
+        let group = match value {
             Some(value) => {
                 self.with_metadata.insert(group_id.to_string());
                 restore_group(group_id, decode_group_metadata_value(value)?)
@@ -124,18 +109,39 @@ impl Replay {
                 ClassicGroup::new(group_id, None)
             }
         };
-        group.offsets = offsets;
         self.groups.insert(group_id.to_string(), group);
         Ok(())
     }
 
-    /// The groups to serve: those with offsets or live metadata. Groups whose offsets were all
-    /// deleted and whose metadata is gone leave no trace, as after a compaction.
-    pub(crate) fn finish(mut self) -> HashMap<String, ClassicGroup> {
+    /// The groups to serve: consumer groups, and classic groups with offsets or live metadata.
+    /// Offsets go to the group of their id (a classic group without metadata is made for
+    /// offsets that have no group). Classic groups whose offsets were all deleted and whose
+    /// metadata is gone leave no trace, as after a compaction.
+    pub(crate) fn finish(
+        mut self,
+    ) -> (
+        HashMap<String, ClassicGroup>,
+        HashMap<String, ConsumerGroup>,
+    ) {
+        for (group_id, offsets) in self.offsets {
+            if offsets.is_empty() {
+                continue;
+            }
+            if let Some(group) = self.consumer_groups.get_mut(&group_id) {
+                group.offsets = offsets;
+                continue;
+            }
+            self.groups
+                .entry(group_id.clone())
+                .or_insert_with(|| ClassicGroup::new(&group_id, None))
+                .offsets = offsets;
+        }
         let with_metadata = self.with_metadata;
-        self.groups
-            .retain(|id, group| group.has_offsets() || with_metadata.contains(id));
-        self.groups
+        let consumer_groups = self.consumer_groups;
+        self.groups.retain(|id, group| {
+            !consumer_groups.contains_key(id) && (group.has_offsets() || with_metadata.contains(id))
+        });
+        (self.groups, consumer_groups)
     }
 }
 

@@ -191,6 +191,15 @@ impl<'a> Reader<'a> {
         Ok(slice)
     }
 
+    pub(super) fn i8(&mut self) -> Result<i8, String> {
+        Ok(self.take(1)?[0] as i8)
+    }
+
+    /// The bytes not read yet.
+    pub(super) fn remaining(&self) -> usize {
+        self.bytes.len() - self.position
+    }
+
     pub(super) fn i16(&mut self) -> Result<i16, String> {
         let b = self.take(2)?;
         Ok(i16::from_be_bytes([b[0], b[1]]))

@@ -73,6 +73,8 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
     api(ApiKey::DescribeProducers, 0, 0, 0),
     api(ApiKey::DescribeTransactions, 0, 0, 0),
     api(ApiKey::ListTransactions, 0, 0, 2),
+    api(ApiKey::ConsumerGroupHeartbeat, 0, 0, 1),
+    api(ApiKey::ConsumerGroupDescribe, 0, 0, 1),
 ];
 
 /// What one broker advertises and serves: `SUPPORTED_APIS`, or that table narrowed to what a

@@ -169,6 +169,7 @@ pub async fn start_on(
     let store = Arc::new(ConsumerOffsetsStore::new(logs.clone(), clock.clone()));
     let groups = GroupCoordinator::new(GroupConfig::from_broker(&config), clock.clone(), store)
         .map_err(|e| anyhow::anyhow!("loading committed offsets from __consumer_offsets: {e}"))?;
+    groups.set_topic_image(logs.clone());
     let quotas = Arc::new(QuotaManager::open(&config, &disk)?);
     // At most `queued.max.request.bytes` of requests are held between reading and answering.
     let request_memory = usize::try_from(config.queued_max_request_bytes)
@@ -305,6 +306,9 @@ fn log_kafka_started(config: &Config) {
     }
 }
 
+/// Kafka's `log.initial.task.delay.ms` default: the first retention check waits this long.
+const RETENTION_INITIAL_DELAY: Duration = Duration::from_secs(30);
+
 /// One retention check: segments past retention go, and idle producers are forgotten.
 fn retention_pass(logs: &LogManager, now_ms: i64) -> usize {
     let deleted = logs.enforce_retention(now_ms);
@@ -326,9 +330,14 @@ async fn background_tasks(
     let mut checkpoint = tokio::time::interval(Duration::from_millis(
         config.log_flush_offset_checkpoint_interval_ms,
     ));
-    let mut retention = tokio::time::interval(Duration::from_millis(
-        config.log_retention_check_interval_ms,
-    ));
+    // Kafka's log manager starts its retention task after an initial delay (30 s), never at
+    // start-up itself: records produced in the first moments (even with old timestamps) are
+    // not deleted before a client could read them. A shorter check interval shortens the delay.
+    let retention_period = Duration::from_millis(config.log_retention_check_interval_ms);
+    let mut retention = tokio::time::interval_at(
+        tokio::time::Instant::now() + retention_period.min(RETENTION_INITIAL_DELAY),
+        retention_period,
+    );
     retention.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let cleaner = tokio::spawn(cleaner_task(
         logs.clone(),

@@ -11,6 +11,7 @@ pub mod broker_config;
 mod cleaning;
 pub mod consumer_offsets;
 mod errors;
+mod group_topics;
 mod layout;
 mod maintenance;
 mod partition;
@@ -68,6 +69,9 @@ pub struct LogManager {
     cleaner_pass: std::sync::Mutex<()>,
     /// Set at shutdown: a pass stops after the partition it is on.
     cleaner_stopping: std::sync::atomic::AtomicBool,
+    /// Topics created since start-up: the version the group coordinator's regular expressions
+    /// compare with (`group_topics.rs`).
+    topics_created: std::sync::atomic::AtomicI64,
     /// Held for the life of the broker so a second broker cannot open the same directory.
     _lock_file: File,
 }
@@ -172,6 +176,7 @@ impl LogManager {
             checkpoint_write: std::sync::Mutex::new(()),
             cleaner_pass: std::sync::Mutex::new(()),
             cleaner_stopping: std::sync::atomic::AtomicBool::new(false),
+            topics_created: std::sync::atomic::AtomicI64::new(0),
             _lock_file: lock_file,
         })
     }
@@ -316,6 +321,8 @@ impl LogManager {
         };
         let topic = Arc::new(Topic::new(name.to_string(), id, partitions, settings));
         topics.insert(name.to_string(), topic.clone());
+        self.topics_created
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         tracing::info!(topic = name, partitions = num_partitions, %id, "created topic");
         Ok(topic)
     }

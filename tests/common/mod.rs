@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod configs;
+pub mod consumer;
 pub mod data;
 pub mod groups;
 pub mod offsets_v10;

@@ -26,15 +26,24 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * Classic consumer groups under membership changes, while a producer keeps writing: three members
+ * Consumer groups under membership changes, with the classic protocol (range and cooperative-sticky
+ * assignors) and with the KIP-848 consumer protocol (the broker's uniform and range assignors), while a producer keeps writing: three members
  * (one in a child JVM), the child is crashed with SIGKILL so its session must time out, a fourth
  * member joins, one member leaves cleanly. Every produced record must be processed with the value
  * produced at its offset, the committed offsets must reach the end, and after the last rebalance
  * each partition must be owned, and processed, by exactly one member.
  */
 class ConsumerGroupTest {
+    /**
+     * Members of the consumer protocol get the classic members' session timeout and a 1 s
+     * heartbeat interval from the broker (Kafka's defaults, 45 s and 5 s, would slow the test).
+     */
     @RegisterExtension
-    static final BrokerExtension BROKER = new BrokerExtension();
+    static final BrokerExtension BROKER = new BrokerExtension(Map.of(
+            "group.consumer.min.session.timeout.ms", Integer.toString(GroupMember.SESSION_TIMEOUT_MS),
+            "group.consumer.session.timeout.ms", Integer.toString(GroupMember.SESSION_TIMEOUT_MS),
+            "group.consumer.min.heartbeat.interval.ms", "1000",
+            "group.consumer.heartbeat.interval.ms", "1000"));
 
     static final int PARTITIONS = 6;
     static final Duration SETTLE = Duration.ofSeconds(60);
@@ -47,6 +56,16 @@ class ConsumerGroupTest {
     @Test
     void membershipChangesWithCooperativeStickyAssignor() throws Exception {
         membershipChanges("coop", CooperativeStickyAssignor.class.getName());
+    }
+
+    @Test
+    void membershipChangesWithConsumerProtocolUniformAssignor() throws Exception {
+        membershipChanges("uniform848", GroupMember.CONSUMER_PROTOCOL + "uniform");
+    }
+
+    @Test
+    void membershipChangesWithConsumerProtocolRangeAssignor() throws Exception {
+        membershipChanges("range848", GroupMember.CONSUMER_PROTOCOL + "range");
     }
 
     void membershipChanges(String label, String assignor) throws Exception {

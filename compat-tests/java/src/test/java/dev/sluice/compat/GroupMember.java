@@ -20,7 +20,7 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
 
 /**
- * A member of a classic consumer group that processes records into a {@link Ledger} and commits
+ * A member of a consumer group (classic or consumer protocol) that processes records into a {@link Ledger} and commits
  * after each poll. {@link #inProcess} runs it on a thread of this JVM; {@link #child} runs
  * {@link GroupMemberMain} in another JVM so that {@link #crash} is a real SIGKILL.
  */
@@ -38,13 +38,27 @@ abstract class GroupMember implements AutoCloseable {
         this.ledger = ledger;
     }
 
+    /** Prefix of an assignor name that selects the KIP-848 consumer protocol with that server-side assignor. */
+    static final String CONSUMER_PROTOCOL = "consumer:";
+
+    /**
+     * A classic member with the given assignor class, or, for {@code consumer:uniform} and
+     * {@code consumer:range}, a member of the consumer protocol ({@code group.protocol=consumer})
+     * with that server-side assignor; its session timeout and heartbeat interval come from the
+     * broker ({@code group.consumer.*}).
+     */
     static Map<String, Object> config(String group, String assignor) {
         Map<String, Object> c = new HashMap<>();
         c.put(ConsumerConfig.GROUP_ID_CONFIG, group);
-        c.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
-        c.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, assignor);
-        c.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, SESSION_TIMEOUT_MS);
-        c.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 1000);
+        if (assignor.startsWith(CONSUMER_PROTOCOL)) {
+            c.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+            c.put(ConsumerConfig.GROUP_REMOTE_ASSIGNOR_CONFIG, assignor.substring(CONSUMER_PROTOCOL.length()));
+        } else {
+            c.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
+            c.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, assignor);
+            c.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, SESSION_TIMEOUT_MS);
+            c.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 1000);
+        }
         c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
         c.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         return c;

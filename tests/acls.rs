@@ -12,34 +12,16 @@ mod common;
 use std::net::SocketAddr;
 
 use bytes::Bytes;
+use common::acls::*;
 use common::data::{fetch_request, produce_request, topic_name};
 use common::offsets_v10::{call_v10, commit_v10, fetch_v10};
 use common::secure::{plain, Conn};
-use common::{Client, TestBroker};
-use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use tokio::net::TcpStream;
 use uuid::Uuid;
-
-const JAAS: &str = r#"org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="a" user_alice="a" user_bob="b";"#;
-
-async fn broker() -> TestBroker {
-    TestBroker::start(&[
-        ("listeners", "SASL_PLAINTEXT://127.0.0.1:0"),
-        ("sasl.enabled.mechanisms", "PLAIN"),
-        ("listener.name.sasl_plaintext.plain.sasl.jaas.config", JAAS),
-        (
-            "authorizer.class.name",
-            "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        ),
-        ("super.users", "User:admin"),
-        ("num.partitions", "1"),
-    ])
-    .await
-}
 
 async fn login(addr: SocketAddr, user: &str, password: &str) -> Conn<TcpStream> {
     let mut conn = plain(addr).await;
@@ -62,35 +44,6 @@ async fn login(addr: SocketAddr, user: &str, password: &str) -> Conn<TcpStream> 
     assert_eq!(auth.error_code, 0);
     conn
 }
-
-fn acl(
-    resource_type: i8,
-    name: &str,
-    pattern: i8,
-    principal: &str,
-    operation: i8,
-    permission: i8,
-) -> AclCreation {
-    AclCreation::default()
-        .with_resource_type(resource_type)
-        .with_resource_name(StrBytes::from_string(name.into()))
-        .with_resource_pattern_type(pattern)
-        .with_principal(StrBytes::from_string(principal.into()))
-        .with_host(StrBytes::from_static_str("*"))
-        .with_operation(operation)
-        .with_permission_type(permission)
-}
-
-const TOPIC: i8 = 2;
-const GROUP: i8 = 3;
-const LITERAL: i8 = 3;
-const PREFIXED: i8 = 4;
-const READ: i8 = 3;
-const WRITE: i8 = 4;
-const CREATE: i8 = 5;
-const DESCRIBE: i8 = 8;
-const ALLOW: i8 = 3;
-const DENY: i8 = 2;
 
 async fn metadata(
     conn: &mut Conn<TcpStream>,
@@ -289,20 +242,6 @@ fn describe_all() -> DescribeAclsRequest {
         .with_pattern_type_filter(1)
         .with_operation(1)
         .with_permission_type(1)
-}
-
-/// Logs in over SASL/PLAIN on the raw client that speaks any version's bytes.
-async fn login_client(broker: &TestBroker, user: &str, password: &str) -> Client {
-    let mut client = broker.client().await;
-    let mechanism = StrBytes::from_static_str("PLAIN");
-    let request = SaslHandshakeRequest::default().with_mechanism(mechanism);
-    let hs: SaslHandshakeResponse = client.call(ApiKey::SaslHandshake, 1, &request).await;
-    assert_eq!(hs.error_code, 0);
-    let token = Bytes::from(format!("\0{user}\0{password}"));
-    let request = SaslAuthenticateRequest::default().with_auth_bytes(token);
-    let auth: SaslAuthenticateResponse = client.call(ApiKey::SaslAuthenticate, 2, &request).await;
-    assert_eq!(auth.error_code, 0);
-    client
 }
 
 /// (topic id, partition, error) of each partition answered.

@@ -47,6 +47,7 @@ use crate::group::GroupCoordinator;
 use crate::metrics::BrokerMetrics;
 use crate::protocol::{DecodedRequest, ResponseFrame, VersionTable};
 use crate::quota::QuotaManager;
+use crate::security::acl::Operation;
 use crate::security::Security;
 use crate::storage::LogManager;
 use crate::time::Clock;
@@ -437,7 +438,8 @@ async fn dispatch_authorized(
         }
         RequestKind::ConsumerGroupHeartbeat(r) => {
             let host = format!("/{}", session.peer.ip());
-            body(groups.consumer_group_heartbeat(r, version, client_id, &host))
+            let describable = |topic: &str| authz.topic(Operation::Describe, topic);
+            body(groups.consumer_group_heartbeat(r, version, client_id, &host, &describable))
         }
         RequestKind::ConsumerGroupDescribe(r) => body(groups.consumer_group_describe(r, version)),
         RequestKind::SyncGroup(r) => body(groups.sync_group(r, version).await),
@@ -458,7 +460,7 @@ async fn dispatch_authorized(
             body(describe_user_scram_credentials::alter(broker, r))
         }
         RequestKind::DescribeTopicPartitions(r) => {
-            body(describe_topic_partitions::handle(broker, r))
+            body(describe_topic_partitions::handle(broker, authz, r))
         }
         RequestKind::DescribeAcls(r) => body(acls::describe(broker, r)),
         RequestKind::CreateAcls(r) => body(acls::create(broker, r)),

@@ -4,6 +4,7 @@
 //! flush pass on demand instead of sleeping until a background task notices.
 #![allow(dead_code)]
 
+pub mod acls;
 pub mod configs;
 pub mod consumer;
 pub mod data;

@@ -1,48 +1,18 @@
 //! Kafka's authorization checks (`KafkaApis`), applied around the handlers by `before` and
-//! `after`. Metadata, Produce and Fetch check inside their handlers (they frame their own
-//! responses); everything else is here. ARCHITECTURE.md has the table.
+//! `after`: the topic and config APIs here, the group APIs in `groups.rs`, the producer and
+//! transaction APIs in `transactions.rs`, the cluster APIs in `cluster.rs`. Metadata, Produce,
+//! Fetch and DescribeTopicPartitions check inside their handlers (they page or frame their own
+//! responses). ARCHITECTURE.md has the table.
 
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use super::{Authz, OPERATIONS_NOT_REQUESTED};
+use super::denied::{Denied, CLUSTER_DENIED, GROUP_DENIED, TOPIC_DENIED};
+use super::{cluster, groups, transactions, Authz};
 use crate::api::errors::code;
-use crate::api::{body, Reply};
+use crate::api::Reply;
 use crate::security::acl::{Operation, ResourceType};
-
-const TOPIC_DENIED: ResponseError = ResponseError::TopicAuthorizationFailed;
-const GROUP_DENIED: ResponseError = ResponseError::GroupAuthorizationFailed;
-const CLUSTER_DENIED: ResponseError = ResponseError::ClusterAuthorizationFailed;
-const TXN_DENIED: ResponseError = ResponseError::TransactionalIdAuthorizationFailed;
-
-/// What `before` took out of a request, to be answered as errors by `after`.
-#[derive(Default)]
-pub enum Denied {
-    #[default]
-    Nothing,
-    CreateTopics(Vec<create_topics_response::CreatableTopicResult>),
-    DeleteTopics(Vec<delete_topics_response::DeletableTopicResult>),
-    CreatePartitions(Vec<create_partitions_response::CreatePartitionsTopicResult>),
-    DeleteRecords(Vec<delete_records_response::DeleteRecordsTopicResult>),
-    ListOffsets(Vec<list_offsets_response::ListOffsetsTopicResponse>),
-    AlterConfigs(Vec<alter_configs_response::AlterConfigsResourceResponse>),
-    IncrementalAlterConfigs(Vec<incremental_alter_configs_response::AlterConfigsResourceResponse>),
-    DescribeConfigs(Vec<describe_configs_response::DescribeConfigsResult>),
-    OffsetCommit(Vec<offset_commit_response::OffsetCommitResponseTopic>),
-    DeleteGroups(Vec<delete_groups_response::DeletableGroupResult>),
-    /// Described groups not authorized, and whether operations were asked for.
-    DescribeGroups(Vec<String>, bool),
-    /// OffsetFetch: topics not described are refused when `named`, else dropped; `by_id` (v10+):
-    /// a topic without a name is an id that names no topic, answered UNKNOWN_TOPIC_ID as it is.
-    OffsetFetch {
-        named: bool,
-        by_id: bool,
-    },
-    FindCoordinator(Vec<find_coordinator_response::Coordinator>),
-    ListGroups,
-    DescribeCluster(bool),
-}
 
 /// Config resource types: 2 TOPIC, 4 BROKER, 8 BROKER_LOGGER, 16 CLIENT_METRICS, 32 GROUP.
 fn config_allowed(
@@ -71,7 +41,16 @@ pub(crate) fn before(
     version: i16,
 ) -> Result<Denied, Reply> {
     if !authz.enabled() {
-        return Ok(Denied::Nothing);
+        return Ok(groups::operations_only(request));
+    }
+    if let Some(checked) = groups::before(authz, request, version) {
+        return checked;
+    }
+    if let Some(checked) = transactions::before(authz, request) {
+        return checked;
+    }
+    if let Some(refused) = cluster::refused(authz, request) {
+        return Err(refused);
     }
     use Operation::*;
     let denied = match request {
@@ -243,272 +222,12 @@ pub(crate) fn before(
             });
             Denied::IncrementalAlterConfigs(no)
         }
-        RequestKind::OffsetCommit(r) => {
-            if !authz.group(Read, &r.group_id) {
-                let topics = r
-                    .topics
-                    .iter()
-                    .map(|t| commit_errors(t, GROUP_DENIED))
-                    .collect();
-                return Err(body(OffsetCommitResponse::default().with_topics(topics)));
-            }
-            // From v10 the names are those of the topics the ids name (`name_commit_topics`);
-            // an unnamed topic is an unknown id, which the handler answers UNKNOWN_TOPIC_ID.
-            let (ok, no): (Vec<_>, Vec<_>) = std::mem::take(&mut r.topics)
-                .into_iter()
-                .partition(|t| (version >= 10 && t.name.is_empty()) || authz.topic(Read, &t.name));
-            r.topics = ok;
-            Denied::OffsetCommit(no.iter().map(|t| commit_errors(t, TOPIC_DENIED)).collect())
-        }
-        RequestKind::OffsetFetch(r) => {
-            if version < 8 && !authz.group(Describe, &r.group_id) {
-                return Err(body(
-                    OffsetFetchResponse::default().with_error_code(code(GROUP_DENIED)),
-                ));
-            }
-            Denied::OffsetFetch {
-                named: r.topics.is_some(),
-                by_id: version >= 10,
-            }
-        }
-        RequestKind::OffsetDelete(r) => {
-            if !authz.group(Delete, &r.group_id) {
-                return Err(body(
-                    OffsetDeleteResponse::default().with_error_code(code(GROUP_DENIED)),
-                ));
-            }
-            Denied::Nothing
-        }
-        RequestKind::JoinGroup(r) if !authz.group(Read, &r.group_id) => {
-            return Err(body(
-                JoinGroupResponse::default()
-                    .with_error_code(code(GROUP_DENIED))
-                    .with_generation_id(-1)
-                    .with_protocol_name(if version >= 7 {
-                        None
-                    } else {
-                        Some(StrBytes::default())
-                    }),
-            ));
-        }
-        RequestKind::SyncGroup(r) if !authz.group(Read, &r.group_id) => {
-            return Err(body(
-                SyncGroupResponse::default().with_error_code(code(GROUP_DENIED)),
-            ));
-        }
-        RequestKind::Heartbeat(r) if !authz.group(Read, &r.group_id) => {
-            return Err(body(
-                HeartbeatResponse::default().with_error_code(code(GROUP_DENIED)),
-            ));
-        }
-        RequestKind::LeaveGroup(r) if !authz.group(Read, &r.group_id) => {
-            return Err(body(
-                LeaveGroupResponse::default().with_error_code(code(GROUP_DENIED)),
-            ));
-        }
-        RequestKind::DeleteGroups(r) => {
-            let mut no = Vec::new();
-            r.groups_names.retain(|g| {
-                let ok = authz.group(Delete, g);
-                if !ok {
-                    no.push(
-                        delete_groups_response::DeletableGroupResult::default()
-                            .with_group_id(g.clone())
-                            .with_error_code(code(GROUP_DENIED)),
-                    );
-                }
-                ok
-            });
-            Denied::DeleteGroups(no)
-        }
-        RequestKind::DescribeGroups(r) => {
-            let no = r
-                .groups
-                .iter()
-                .filter(|g| !authz.group(Describe, g))
-                .map(|g| g.to_string())
-                .collect();
-            Denied::DescribeGroups(no, r.include_authorized_operations)
-        }
-        RequestKind::ListGroups(_) => Denied::ListGroups,
-        RequestKind::FindCoordinator(r) => {
-            let keys: Vec<StrBytes> = if version >= 4 {
-                r.coordinator_keys.clone()
-            } else {
-                vec![r.key.clone()]
-            };
-            let denied = |key: &str| match r.key_type {
-                0 => (!authz.group(Describe, key)).then_some(GROUP_DENIED),
-                1 => (!authz.transactional_id(Describe, key)).then_some(TXN_DENIED),
-                _ => None,
-            };
-            if version < 4 {
-                if let Some(e) = denied(&r.key) {
-                    return Err(body(
-                        FindCoordinatorResponse::default()
-                            .with_error_code(code(e))
-                            .with_node_id(BrokerId(-1))
-                            .with_port(-1),
-                    ));
-                }
-            } else {
-                // Refused keys answer with the error; the others are looked up.
-                let refused = keys
-                    .iter()
-                    .filter_map(|k| denied(k).map(|e| (k, e)))
-                    .map(|(k, e)| {
-                        find_coordinator_response::Coordinator::default()
-                            .with_key(k.clone())
-                            .with_node_id(BrokerId(-1))
-                            .with_port(-1)
-                            .with_error_code(code(e))
-                    })
-                    .collect();
-                r.coordinator_keys.retain(|k| denied(k).is_none());
-                return Ok(Denied::FindCoordinator(refused));
-            }
-            Denied::Nothing
-        }
-        RequestKind::InitProducerId(r) => {
-            let allowed = match &r.transactional_id {
-                Some(id) => authz.transactional_id(Write, id),
-                None => authz.cluster(IdempotentWrite) || authz.any(Write, ResourceType::Topic),
-            };
-            if !allowed {
-                let e = if r.transactional_id.is_some() {
-                    TXN_DENIED
-                } else {
-                    CLUSTER_DENIED
-                };
-                return Err(body(
-                    InitProducerIdResponse::default()
-                        .with_error_code(code(e))
-                        .with_producer_id(ProducerId(-1))
-                        .with_producer_epoch(-1),
-                ));
-            }
-            Denied::Nothing
-        }
         RequestKind::DescribeCluster(r) => {
             Denied::DescribeCluster(r.include_cluster_authorized_operations)
         }
-        _ => return cluster_checks(authz, request),
+        _ => Denied::Nothing,
     };
     Ok(denied)
-}
-
-fn commit_errors(
-    t: &offset_commit_request::OffsetCommitRequestTopic,
-    e: ResponseError,
-) -> offset_commit_response::OffsetCommitResponseTopic {
-    let partitions = t
-        .partitions
-        .iter()
-        .map(|p| {
-            offset_commit_response::OffsetCommitResponsePartition::default()
-                .with_partition_index(p.partition_index)
-                .with_error_code(code(e))
-        })
-        .collect();
-    offset_commit_response::OffsetCommitResponseTopic::default()
-        .with_name(t.name.clone())
-        .with_topic_id(t.topic_id)
-        .with_partitions(partitions)
-}
-
-/// The APIs that need one CLUSTER operation: refused whole.
-fn cluster_checks(authz: &Authz<'_>, request: &RequestKind) -> Result<Denied, Reply> {
-    use Operation::*;
-    let e = code(CLUSTER_DENIED);
-    let message = || Some(StrBytes::from_string(CLUSTER_DENIED.to_string()));
-    let refused = match request {
-        RequestKind::DescribeAcls(_) if !authz.cluster(Describe) => body(
-            DescribeAclsResponse::default()
-                .with_error_code(e)
-                .with_error_message(message()),
-        ),
-        RequestKind::CreateAcls(r) if !authz.cluster(Alter) => body(
-            CreateAclsResponse::default().with_results(
-                r.creations
-                    .iter()
-                    .map(|_| {
-                        create_acls_response::AclCreationResult::default()
-                            .with_error_code(e)
-                            .with_error_message(message())
-                    })
-                    .collect(),
-            ),
-        ),
-        RequestKind::DeleteAcls(r) if !authz.cluster(Alter) => body(
-            DeleteAclsResponse::default().with_filter_results(
-                r.filters
-                    .iter()
-                    .map(|_| {
-                        delete_acls_response::DeleteAclsFilterResult::default()
-                            .with_error_code(e)
-                            .with_error_message(message())
-                    })
-                    .collect(),
-            ),
-        ),
-        RequestKind::DescribeUserScramCredentials(_) if !authz.cluster(Describe) => body(
-            DescribeUserScramCredentialsResponse::default()
-                .with_error_code(e)
-                .with_error_message(message()),
-        ),
-        RequestKind::AlterUserScramCredentials(r) if !authz.cluster(Alter) => {
-            let users = r
-                .deletions
-                .iter()
-                .map(|d| d.name.clone())
-                .chain(r.upsertions.iter().map(|u| u.name.clone()));
-            body(AlterUserScramCredentialsResponse::default().with_results(
-                users
-                    .map(|u| {
-                        alter_user_scram_credentials_response::AlterUserScramCredentialsResult::default()
-                            .with_user(u)
-                            .with_error_code(e)
-                            .with_error_message(message())
-                    })
-                    .collect(),
-            ))
-        }
-        RequestKind::DescribeClientQuotas(_) if !authz.cluster(DescribeConfigs) => body(
-            DescribeClientQuotasResponse::default()
-                .with_error_code(e)
-                .with_error_message(message()),
-        ),
-        RequestKind::AlterClientQuotas(r) if !authz.cluster(AlterConfigs) => {
-            let entries = r
-                .entries
-                .iter()
-                .map(|entry| {
-                    let entity = entry
-                        .entity
-                        .iter()
-                        .map(|x| {
-                            alter_client_quotas_response::EntityData::default()
-                                .with_entity_type(x.entity_type.clone())
-                                .with_entity_name(x.entity_name.clone())
-                        })
-                        .collect();
-                    alter_client_quotas_response::EntryData::default()
-                        .with_error_code(e)
-                        .with_error_message(message())
-                        .with_entity(entity)
-                })
-                .collect();
-            body(AlterClientQuotasResponse::default().with_entries(entries))
-        }
-        RequestKind::DescribeLogDirs(_) if !authz.cluster(Describe) => {
-            body(DescribeLogDirsResponse::default().with_error_code(e))
-        }
-        RequestKind::ElectLeaders(_) if !authz.cluster(Alter) => {
-            body(ElectLeadersResponse::default().with_error_code(e))
-        }
-        _ => return Ok(Denied::Nothing),
-    };
-    Err(refused)
 }
 
 /// Puts back what `before` took out, and replaces what an unauthorized caller may not see.
@@ -526,48 +245,32 @@ pub(crate) fn after(authz: &Authz<'_>, denied: Denied, response: &mut ResponseKi
             r.responses.extend(no)
         }
         (Denied::OffsetCommit(no), ResponseKind::OffsetCommit(r)) => r.topics.extend(no),
+        (Denied::OffsetDelete(no), ResponseKind::OffsetDelete(r)) => r.topics.extend(no),
         (Denied::DeleteGroups(no), ResponseKind::DeleteGroups(r)) => r.results.extend(no),
         (Denied::DescribeGroups(no, with_ops), ResponseKind::DescribeGroups(r)) => {
-            for g in r.groups.iter_mut() {
-                if no.iter().any(|n| *n == g.group_id.as_str()) {
-                    *g = describe_groups_response::DescribedGroup::default()
-                        .with_group_id(g.group_id.clone())
-                        .with_error_code(code(GROUP_DENIED))
-                        .with_authorized_operations(OPERATIONS_NOT_REQUESTED);
-                } else if with_ops {
-                    g.authorized_operations = authz.operations(ResourceType::Group, &g.group_id);
-                }
-            }
+            groups::describe_groups_after(authz, no, with_ops, r)
+        }
+        (Denied::ConsumerGroupDescribe(no, with_ops), ResponseKind::ConsumerGroupDescribe(r)) => {
+            groups::consumer_group_describe_after(authz, no, with_ops, r)
         }
         (Denied::FindCoordinator(no), ResponseKind::FindCoordinator(r)) => {
             r.coordinators.extend(no)
         }
         (Denied::OffsetFetch { named, by_id }, ResponseKind::OffsetFetch(r)) => {
-            // Topics the caller may not describe: refused when named, dropped from "all".
-            if !named {
-                r.topics.retain(|t| authz.topic(Describe, &t.name));
-            }
-            for t in r.topics.iter_mut() {
-                if !authz.topic(Describe, &t.name) {
-                    for p in t.partitions.iter_mut() {
-                        p.error_code = code(TOPIC_DENIED);
-                        p.committed_offset = -1;
-                        p.metadata = None;
-                    }
-                }
-            }
-            for g in r.groups.iter_mut() {
-                if !authz.group(Describe, &g.group_id) {
-                    g.topics.clear();
-                    g.error_code = code(GROUP_DENIED);
-                    continue;
-                }
-                g.topics
-                    .retain(|t| (by_id && t.name.is_empty()) || authz.topic(Describe, &t.name));
-            }
+            groups::offset_fetch_after(authz, named, by_id, r)
         }
         (Denied::ListGroups, ResponseKind::ListGroups(r)) if !authz.cluster(Describe) => {
             r.groups.retain(|g| authz.group(Describe, &g.group_id));
+        }
+        (Denied::DescribeProducers { refused, order }, ResponseKind::DescribeProducers(r)) => {
+            transactions::describe_producers_after(refused, &order, r)
+        }
+        (
+            Denied::DescribeTransactions { refused, order },
+            ResponseKind::DescribeTransactions(r),
+        ) => transactions::describe_transactions_after(authz, refused, &order, r),
+        (Denied::ListTransactions, ResponseKind::ListTransactions(r)) => {
+            transactions::list_transactions_after(authz, r)
         }
         (Denied::DescribeCluster(true), ResponseKind::DescribeCluster(r)) => {
             r.cluster_authorized_operations = if authz.cluster(Describe) {

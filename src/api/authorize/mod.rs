@@ -18,14 +18,18 @@
 //! ARCHITECTURE.md lists what each API checks.
 
 mod checks;
+mod cluster;
+mod denied;
+mod groups;
+mod transactions;
 
 use super::{Broker, Session};
 use crate::security::acl::{Operation, ResourceType, CLUSTER_NAME};
 use crate::security::authorizer::Authorizer;
 use crate::security::Principal;
 
-pub use checks::Denied;
 pub(crate) use checks::{after, before};
+pub use denied::Denied;
 
 /// One request's authorization context.
 pub struct Authz<'a> {

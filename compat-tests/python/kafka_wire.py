@@ -141,11 +141,11 @@ class Message:
 
     def _default(self, f):
         t = f["type"]
-        if t.startswith("[]"):
-            return []
         d = f.get("default")
         if d == "null":
             return None
+        if t.startswith("[]"):
+            return []
         if t in PRIMITIVES:
             return int(d, 0) if isinstance(d, str) else (d if d is not None else 0)
         if t == "bool":
@@ -209,6 +209,13 @@ class Message:
                 return
             self._encode_len(w, len(v))
             w.buf += v
+        elif self._nullable(f):
+            # A nullable struct: an int8 marker, -1 for null, 1 before the struct.
+            if v is None:
+                w.put("b", -1)
+                return
+            w.put("b", 1)
+            self._encode_struct(w, self._fields(f), v)
         else:
             self._encode_struct(w, self._fields(f), v)
 
@@ -265,6 +272,8 @@ class Message:
         if t in ("bytes", "records"):
             n = self._decode_len(r, "i")
             return None if n < 0 else r.take(n)
+        if self._nullable(f) and r.get("b") < 0:
+            return None
         return self._decode_struct(r, self._fields(f))
 
 
@@ -299,6 +308,17 @@ class Connection:
 
     def close(self):
         self.sock.close()
+
+    def sasl_plain(self, user, password):
+        """Logs in with SASL/PLAIN: SaslHandshake v1, then SaslAuthenticate v2 (raises if
+        either fails)."""
+        hs = self.request("SaslHandshake", 1, {"Mechanism": "PLAIN"})
+        if hs["ErrorCode"]:
+            raise ConnectionError(f"SaslHandshake: error {hs['ErrorCode']}")
+        auth = self.request("SaslAuthenticate", 2, {"AuthBytes": f"\0{user}\0{password}".encode()})
+        if auth["ErrorCode"]:
+            raise ConnectionError(f"SaslAuthenticate: error {auth['ErrorCode']} {auth['ErrorMessage']}")
+        return self
 
     def send_raw(self, api_key, version, body, flexible_header):
         """Sends one request with the given body bytes; -> the response's bytes after its

@@ -5,7 +5,10 @@ Kafka 4.4.0 with `KAFKA_LIBS=<4.4.0 jars> KAFKA_MANAGED=1`). Clients are conflue
 (librdkafka) over SASL_PLAINTEXT with PLAIN and SCRAM-SHA-256; ACLs are made with the admin
 client by the super user. Also: SCRAM credentials created with AlterUserScramCredentials
 (what `kafka-configs --add-config SCRAM-SHA-256=[...]` sends), wrong passwords, and
-`kafka-acls --add/--list/--remove`.
+`kafka-acls --add/--list/--remove`. The second table, WIRE_CASES, sends the requests no Python
+client sends (KIP-848 ConsumerGroupHeartbeat/ConsumerGroupDescribe, DescribeTopicPartitions,
+DescribeProducers, DescribeTransactions, OffsetDelete, DescribeGroups with authorized
+operations) as raw requests (`acl_wire.py`), compared field by field.
 
 Both brokers run the same overrides: the listener named PLAINTEXT speaks SASL_PLAINTEXT
 (Kafka's controller listener stays PLAINTEXT, its principal ANONYMOUS a super user), PLAIN
@@ -20,6 +23,7 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, A
                                    ResourceType, ScramCredentialInfo, ScramMechanism,
                                    UserScramCredentialUpsertion)
 
+import acl_wire as wire
 from helpers import unique
 from kafka_tools import run_class
 
@@ -72,6 +76,10 @@ def world(broker):
     names["pfx"] = f"{p}-pfx-"
     names["group"] = f"{p}-group"
     names["cgroup"] = f"{p}-consumers"
+    names["prefix"] = p
+    names["gpfx"] = f"{p}-g-"      # groups alice may read and delete offsets of
+    names["spfx"] = f"{p}-shared-"  # groups alice may only describe
+    names["txn"] = f"{p}-txn"      # a transactional id alice may describe
     a = admin(broker)
     for f in a.create_topics([NewTopic(names[k], 1, 1) for k in ("read", "write", "hidden", "pfx-a")]).values():
         assert result(f) == "NO_ERROR"
@@ -85,6 +93,11 @@ def world(broker):
         acl(names["pfx"], P, "User:bob", AclOperation.ALL, allow),
         acl(names["group"], L, "User:alice", AclOperation.READ, allow, ResourceType.GROUP),
         acl(names["cgroup"], L, "User:*", AclOperation.READ, allow, ResourceType.GROUP),
+        acl(names["gpfx"], P, "User:alice", AclOperation.READ, allow, ResourceType.GROUP),
+        acl(names["gpfx"], P, "User:alice", AclOperation.DELETE, allow, ResourceType.GROUP),
+        acl(names["spfx"], P, "User:alice", AclOperation.DESCRIBE, allow, ResourceType.GROUP),
+        acl(names["txn"], L, "User:alice", AclOperation.DESCRIBE, allow,
+            ResourceType.TRANSACTIONAL_ID),
     ]
     for f in a.create_acls(acls).values():
         assert result(f) == "NO_ERROR"
@@ -194,6 +207,44 @@ def test_acl_case(broker, world, user, action, key, expected):
     else:
         resource = world[key]
     assert action(broker, user, resource) == expected
+
+
+# KIP-430 bits: READ 8, WRITE 16, DELETE 64, DESCRIBE 256; every topic operation is 3576.
+NO_OPS = wire.NOT_REQUESTED
+# (principal, action, expected outcome): see acl_wire.py for what each action returns.
+WIRE_CASES = [
+    # ConsumerGroupHeartbeat: group READ, then DESCRIBE on every topic named.
+    ("alice", wire.heartbeat_unauthorized_group, 30),
+    ("alice", wire.heartbeat_names_one_hidden, (29, None)),
+    # A regular expression resolves only to the topics the member may describe.
+    ("alice", wire.heartbeat_regex_resolves_describable_topics, (0, ["read", "write"])),
+    ("bob", wire.heartbeat_regex_resolves_describable_topics, (30, [])),
+    # ConsumerGroupDescribe: refused groups first; a group assigned a hidden topic is refused.
+    ("alice", wire.consumer_group_describe,
+     ("nope", [("nope", 30, NO_OPS, 0), ("own", 0, 8 | 64 | 256, 1), ("shared", 29, NO_OPS, 0)])),
+    # DescribeTopicPartitions: named refused (existing or not), all-topics hidden; operations.
+    ("alice", wire.describe_topic_partitions(["hidden", "read", "missing"]),
+     [("hidden", 29, NO_OPS), ("missing", 29, NO_OPS), ("read", 0, 8 | 256)]),
+    ("alice", wire.describe_topic_partitions([]), [("read", 0, 8 | 256), ("write", 0, 16 | 256)]),
+    # DENY WRITE does not deny the DESCRIBE that User:*'s ALLOW WRITE implies.
+    ("bob", wire.describe_topic_partitions(["write", "pfx-a"]),
+     [("pfx-a", 0, 3576), ("write", 0, 256)]),
+    ("alice", wire.describe_producers, [("hidden", 29), ("read", 0)]),
+    ("alice", wire.describe_transactions, [("txn-other", 53), ("txn", 105)]),
+    ("alice", wire.offset_delete_and_describe_groups,
+     ([0], 0, [("hidden", 29), ("read", 0)], [("nope", 30, NO_OPS), ("own", 0, 8 | 64 | 256)])),
+]
+
+
+@pytest.mark.parametrize("user,action,expected", WIRE_CASES,
+                         ids=[f"{c[0]}-{c[1].__name__}" for c in WIRE_CASES])
+def test_wire_case(broker, world, user, action, expected):
+    def as_user():
+        return wire.login(broker, user, PASSWORDS[user])
+
+    def as_admin():
+        return wire.login(broker, "admin", PASSWORDS["admin"])
+    assert action(world, as_user, as_admin) == expected
 
 
 def test_wrong_password_is_refused(broker):

@@ -1,11 +1,12 @@
 //! The StandardAuthorizer's checks of the KIP-848 group APIs, DescribeTopicPartitions,
-//! OffsetDelete, DescribeProducers and DescribeTransactions, over real sockets, answered as
+//! OffsetDelete, DescribeProducers, DescribeTransactions and ElectLeaders, over real sockets, answered as
 //! Kafka 4.4 answers them: ConsumerGroupHeartbeat needs READ on the group and DESCRIBE on every
 //! topic it names, and a regular expression resolves only to topics the member may describe;
 //! ConsumerGroupDescribe needs DESCRIBE on the group and on every topic its members are
 //! assigned; DescribeTopicPartitions hides or refuses topics without DESCRIBE and always
 //! carries the authorized operations; DescribeProducers needs topic READ, DescribeTransactions
-//! TRANSACTIONAL_ID DESCRIBE; OffsetDelete group DELETE and topic READ. Without an authorizer
+//! TRANSACTIONAL_ID DESCRIBE; OffsetDelete group DELETE and topic READ; ElectLeaders CLUSTER
+//! ALTER, refused on every partition. Without an authorizer
 //! the authorized operations asked for are everything the resource supports.
 
 mod common;
@@ -250,6 +251,20 @@ async fn offsets_producers_and_transactions_are_checked() {
         .map(|t| (t.transactional_id.as_str(), t.error_code))
         .collect();
     assert_eq!(answers, [("t-other", 53), ("t-alice", 105)]);
+
+    // ElectLeaders: CLUSTER ALTER, the error on top and on every partition named.
+    let request = ElectLeadersRequest::default().with_topic_partitions(Some(vec![
+        elect_leaders_request::TopicPartitions::default()
+            .with_topic(TopicName(s("app-orders")))
+            .with_partitions(vec![0, 1]),
+    ]));
+    let elected: ElectLeadersResponse = alice.call(ApiKey::ElectLeaders, 2, &request).await;
+    let codes: Vec<i16> = elected.replica_election_results[0]
+        .partition_result
+        .iter()
+        .map(|p| p.error_code)
+        .collect();
+    assert_eq!((elected.error_code, codes), (31, vec![31, 31]));
 }
 
 #[tokio::test]

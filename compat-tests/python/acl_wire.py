@@ -1,7 +1,7 @@
 """Raw-wire requests for test_security.py's differential table: the APIs no Python client sends
 (KIP-848 ConsumerGroupHeartbeat and ConsumerGroupDescribe, DescribeTopicPartitions,
 DescribeProducers, DescribeTransactions, OffsetDelete, DescribeGroups with authorized
-operations), sent by a principal logged in with SASL/PLAIN. Each action returns a small
+operations, ElectLeaders), sent by a principal logged in with SASL/PLAIN. Each action returns a small
 outcome (error codes, which topics or groups came back, the authorized-operations bits) that
 the table compares, the same on Apache Kafka and sluice; names are given back as the keys of
 `world` so that the expected values do not depend on the run's unique prefix.
@@ -202,3 +202,12 @@ def offset_delete_and_describe_groups(world, login_as, _admin):
         groups = [(labels[g["GroupId"]], g["ErrorCode"], g["AuthorizedOperations"])
                   for g in described["Groups"]]
         return committed, deleted["ErrorCode"], topics, groups
+
+
+def elect_leaders(world, login_as, _admin):
+    """CLUSTER ALTER: the error on top and on every partition named."""
+    with login_as() as c:
+        r = c.request("ElectLeaders", 2, {"ElectionType": 0, "TimeoutMs": 10000, "TopicPartitions": [
+            {"Topic": world["read"], "Partitions": [0]}]})
+        return r["ErrorCode"], [p["ErrorCode"] for t in r["ReplicaElectionResults"]
+                                for p in t["PartitionResult"]]

@@ -8,7 +8,7 @@ client by the super user. Also: SCRAM credentials created with AlterUserScramCre
 `kafka-acls --add/--list/--remove`. The second table, WIRE_CASES, sends the requests no Python
 client sends (KIP-848 ConsumerGroupHeartbeat/ConsumerGroupDescribe, DescribeTopicPartitions,
 DescribeProducers, DescribeTransactions, OffsetDelete, DescribeGroups with authorized
-operations) as raw requests (`acl_wire.py`), compared field by field.
+operations, ElectLeaders) as raw requests (`acl_wire.py`), compared field by field.
 
 Both brokers run the same overrides: the listener named PLAINTEXT speaks SASL_PLAINTEXT
 (Kafka's controller listener stays PLAINTEXT, its principal ANONYMOUS a super user), PLAIN
@@ -233,6 +233,7 @@ WIRE_CASES = [
     ("alice", wire.describe_transactions, [("txn-other", 53), ("txn", 105)]),
     ("alice", wire.offset_delete_and_describe_groups,
      ([0], 0, [("hidden", 29), ("read", 0)], [("nope", 30, NO_OPS), ("own", 0, 8 | 64 | 256)])),
+    ("alice", wire.elect_leaders, (31, [31])),
 ]
 
 

@@ -98,8 +98,23 @@ pub(super) fn refused(authz: &Authz<'_>, request: &RequestKind) -> Option<Reply>
         RequestKind::DescribeLogDirs(_) if !authz.cluster(Describe) => {
             body(DescribeLogDirsResponse::default().with_error_code(e))
         }
-        RequestKind::ElectLeaders(_) if !authz.cluster(Alter) => {
-            body(ElectLeadersResponse::default().with_error_code(e))
+        RequestKind::ElectLeaders(r) if !authz.cluster(Alter) => {
+            // Kafka's error response: the error on top (v1+) and on every partition named.
+            let results = r.topic_partitions.iter().flatten().map(|t| {
+                let partitions = t.partitions.iter().map(|&p| {
+                    elect_leaders_response::PartitionResult::default()
+                        .with_partition_id(p)
+                        .with_error_code(e)
+                });
+                elect_leaders_response::ReplicaElectionResult::default()
+                    .with_topic(t.topic.clone())
+                    .with_partition_result(partitions.collect())
+            });
+            body(
+                ElectLeadersResponse::default()
+                    .with_error_code(e)
+                    .with_replica_election_results(results.collect()),
+            )
         }
         _ => return None,
     };

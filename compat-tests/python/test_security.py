@@ -4,8 +4,9 @@ CASES below: principal, action, resource, the error expected; validated against 
 Kafka 4.4.0 with `KAFKA_LIBS=<4.4.0 jars> KAFKA_MANAGED=1`). Clients are confluent-kafka's
 (librdkafka) over SASL_PLAINTEXT with PLAIN and SCRAM-SHA-256; ACLs are made with the admin
 client by the super user. Also: SCRAM credentials created with AlterUserScramCredentials
-(what `kafka-configs --add-config SCRAM-SHA-256=[...]` sends), wrong passwords, and
-`kafka-acls --add/--list/--remove`. The second table, WIRE_CASES, sends the requests no Python
+(what `kafka-configs --add-config SCRAM-SHA-256=[...]` sends), wrong passwords,
+`kafka-acls --add/--list/--remove`, and kcat producing and consuming over SASL/PLAIN (its
+SCRAM is refused by both brokers, see the test). The second table, WIRE_CASES, sends the requests no Python
 client sends (KIP-848 ConsumerGroupHeartbeat/ConsumerGroupDescribe, DescribeTopicPartitions,
 DescribeProducers, DescribeTransactions, OffsetDelete, DescribeGroups with authorized
 operations, ElectLeaders) as raw requests (`acl_wire.py`), compared field by field.
@@ -14,6 +15,7 @@ Both brokers run the same overrides: the listener named PLAINTEXT speaks SASL_PL
 (Kafka's controller listener stays PLAINTEXT, its principal ANONYMOUS a super user), PLAIN
 users from the listener's JAAS config, and the StandardAuthorizer.
 """
+import subprocess
 import time
 
 import pytest
@@ -296,3 +298,45 @@ def test_kafka_acls_add_list_remove(broker, tmp_path):
     time.sleep(1)
     res = run_class(*cmd, "--list", "--topic", topic, timeout_s=120)
     assert "User:carol" not in res.stdout, res.stdout
+
+
+def kcat(broker, user, password, mechanism, *args, stdin=None):
+    cmd = ["kcat", "-b", broker.bootstrap, "-X", "security.protocol=SASL_PLAINTEXT",
+           "-X", f"sasl.mechanisms={mechanism}", "-X", f"sasl.username={user}",
+           "-X", f"sasl.password={password}", "-m", "15", *args]
+    return subprocess.run(cmd, input=stdin, capture_output=True, timeout=60)
+
+
+def test_kcat_produces_and_consumes_over_sasl_plain(broker):
+    password = PASSWORDS["admin"]
+    topic = unique("kcat-plain")
+    a = admin(broker)
+    assert result(a.create_topics([NewTopic(topic, 1, 1)])[topic]) == "NO_ERROR"
+    lines = b"".join(f"k{i}:value {i}\n".encode() for i in range(200))
+    res = kcat(broker, "admin", password, "PLAIN", "-P", "-t", topic, "-K:", "-X", "acks=all",
+               stdin=lines)
+    assert res.returncode == 0, res.stderr.decode()
+    res = kcat(broker, "admin", password, "PLAIN", "-C", "-t", topic, "-o", "beginning", "-e",
+               "-f", "%k:%s\n")
+    assert res.returncode == 0 and res.stdout == lines, res.stderr.decode()
+    refused = kcat(broker, "admin", "wrong", "PLAIN", "-L")
+    assert refused.returncode != 0 and b"Authentication failed" in refused.stderr, refused.stderr
+
+
+def test_kcat_scram_is_refused_for_its_repeated_nonce(broker):
+    """Debian's kcat runs on librdkafka 2.0.2, whose SCRAM client-final message repeats the
+    client nonce after the server's (fixed in librdkafka 2.6.1): Kafka 4.x compares the nonce
+    strictly, as RFC 5802 asks, and refuses the proof; so does sluice. confluent-kafka (a
+    newer librdkafka) logs in with the same credential."""
+    user, password = unique("scram-kcat"), "kcat-secret"
+    upsert = UserScramCredentialUpsertion(user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096),
+                                          password.encode(), b"kcat-salt-1234")
+    a = admin(broker)
+    for f in a.alter_user_scram_credentials([upsert]).values():
+        assert result(f) == "NO_ERROR"
+    time.sleep(1)  # Kafka applies it through its metadata log
+    md = AdminClient(sasl(broker, user, password, "SCRAM-SHA-256")).list_topics(timeout=TIMEOUT_S)
+    assert md.brokers
+    refused = kcat(broker, user, password, "SCRAM-SHA-256", "-L")
+    assert refused.returncode != 0 and b"invalid credentials with SASL mechanism SCRAM-SHA-256" \
+        in refused.stderr, refused.stderr

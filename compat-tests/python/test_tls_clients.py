@@ -4,7 +4,8 @@ client certificates required, their principals mapped by ssl.principal.mapping.r
 (CN=admin -> User:admin, a super user), and the StandardAuthorizer. confluent-kafka produces
 and consumes (fetched records over TLS), a client whose certificate maps to a user without ACLs
 is refused TOPIC_AUTHORIZATION_FAILED, kcat lists metadata with its certificate and fails
-without one, and Kafka's own kafka-topics tool connects with a PKCS12 client key store.
+without one, produces and consumes over TLS, and Kafka's own kafka-topics tool connects with a
+PKCS12 client key store.
 """
 import subprocess
 import time
@@ -91,6 +92,21 @@ def test_kcat_with_and_without_a_certificate(tls_broker, certs):
     assert ok.returncode == 0 and "1 brokers" in ok.stdout, ok.stdout + ok.stderr
     refused = subprocess.run(base + ["-L"], capture_output=True, text=True, timeout=60)
     assert refused.returncode != 0, refused.stdout
+
+
+def test_kcat_produces_and_consumes_over_tls(tls_broker, certs):
+    base = ["kcat", "-b", tls_broker.bootstrap, "-X", "security.protocol=SSL",
+            "-X", f"ssl.ca.location={certs / 'ca.pem'}", "-m", "15",
+            "-X", f"ssl.certificate.location={certs / 'admin.pem'}",
+            "-X", f"ssl.key.location={certs / 'admin.key'}"]
+    topic = unique("tls-kcat")
+    lines = "".join(f"k{i}:{'v' * (i % 300)} {i}\n" for i in range(2000))
+    res = subprocess.run(base + ["-P", "-t", topic, "-K:", "-X", "acks=all"], input=lines,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    res = subprocess.run(base + ["-C", "-t", topic, "-o", "beginning", "-e", "-f", "%k:%s\n"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and res.stdout == lines, res.stderr
 
 
 def test_kafka_topics_with_a_pkcs12_client_key_store(tls_broker, certs, tmp_path):

@@ -85,19 +85,22 @@ def reason_from(output: str, name: str):
 
 # The SASL tests get a second listener (SASL_PLAINTEXT, SCRAM-SHA-256 and OAUTHBEARER with
 # Kafka's unsecured validator) and the env vars that point the tests at it; the SCRAM user is
-# made with kafka-configs over the PLAINTEXT listener. On sluice only: kafka/start-kafka.sh
-# serves one PLAINTEXT listener.
+# made with kafka-configs over the PLAINTEXT listener. On sluice each SASL test has its own
+# broker; against Kafka the one broker of the run has the second listener too.
 SASL_TESTS = {"TestSCRAMAuth", "TestSCRAMAuthBadCredentials", "TestOAuthAuth"}
 SCRAM_USER, SCRAM_PASSWORD = "kgo", "kgo-secret"
 
 
-def sasl_broker(root, sluice_bin):
-    b = Broker("sluice", root=root, sluice_bin=sluice_bin)
+def sasl_broker(kind, root, sluice_bin=None):
+    """A started broker with the SASL listener, and that listener's address."""
+    b = Broker(kind, root=root, sluice_bin=sluice_bin)
     sasl_port = free_port()
     b.overrides.update({
         "listeners": f"PLAINTEXT://127.0.0.1:{b.port},SASL://127.0.0.1:{sasl_port}",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL:SASL_PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
         "sasl.enabled.mechanisms": "SCRAM-SHA-256,OAUTHBEARER",
+        "listener.name.sasl.scram-sha-256.sasl.jaas.config":
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;",
         "listener.name.sasl.oauthbearer.sasl.jaas.config":
             "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
     })
@@ -122,6 +125,7 @@ class Run:
         self.logs.mkdir(parents=True)
         self.work = Path(tempfile.mkdtemp(prefix=f"kgo-{args.broker}-"))
         self.kafka = None
+        self.kafka_sasl_seeds = None
         self.sasl_seeds = {}
         self.kafka_lock = threading.Lock()
         self.print_lock = threading.Lock()
@@ -130,10 +134,12 @@ class Run:
         if self.args.broker == "kafka":
             with self.kafka_lock:
                 if self.kafka is None:
-                    self.kafka = Broker("kafka", root=self.work / "kafka").start()
+                    self.kafka, self.kafka_sasl_seeds = sasl_broker("kafka", self.work / "kafka")
+                if name in SASL_TESTS:
+                    self.sasl_seeds[name] = self.kafka_sasl_seeds
                 return self.kafka, False
         if name in SASL_TESTS:
-            b, self.sasl_seeds[name] = sasl_broker(self.work / name, self.args.sluice)
+            b, self.sasl_seeds[name] = sasl_broker("sluice", self.work / name, self.args.sluice)
             return b, True
         b = Broker("sluice", root=self.work / name, sluice_bin=self.args.sluice)
         return b.start(), True

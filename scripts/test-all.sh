@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step says how long the run has taken so far, so a CI log shows where the time goes.
+started=$SECONDS
+step() { printf '\n==> [%dm%02ds] %s\n' $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60)) "$*"; }
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -24,7 +26,7 @@ step "transactions (confluent-kafka, kill -9, DumpLogSegments, vs Apache Kafka; 
 bash compat-tests/transactions/run.sh "$PWD/target/release/sluice"
 step "kafka-topics --describe on target/release/sluice vs Apache Kafka"
 bash compat-tests/kafka/compare-topics-describe.sh "$PWD/target/release/sluice"
-step "ApiVersions of target/release/sluice within Apache Kafka's"
+step "ApiVersions of target/release/sluice within Apache Kafka's, its features equal to Kafka's"
 bash compat-tests/kafka/compare-api-versions.sh "$PWD/target/release/sluice"
 step "version emulation (sluice.emulate.kafka.version=3.6) under kafka-broker-api-versions and the Java client"
 bash compat-tests/kafka/test-version-emulation.sh "$PWD/target/release/sluice"
@@ -38,3 +40,4 @@ step "the test broker: metrics, fault injection, the image under Testcontainers 
 bash compat-tests/testcontainers/run.sh "$PWD/target/release/sluice"
 step "compatibility report card"
 python3 compat-tests/report.py
+step "done"

@@ -10,6 +10,8 @@
 //! api      one file per Kafka API: request → response
 //! quota    client quotas: rates → throttle time (the connection mutes the client)
 //! storage  the log directory: topics, partition directories, checkpoints
+//! group    the consumer-group coordinator (offsets in `__consumer_offsets`)
+//! txn      the transaction coordinator (state in `__transaction_state`)
 //! log      one partition: segments, offset and time indexes, recovery
 //! record_batch  the RecordBatch format: header, records, codecs, Kafka's checks (pure)
 //! metrics  counters and timers named after Kafka's JMX metrics (atomics; `/metrics`)
@@ -34,6 +36,7 @@ pub mod security;
 pub mod server;
 pub mod storage;
 pub mod time;
+pub mod txn;
 
 pub use embedded::{
     BlockingEmbeddedBroker, EmbeddedBroker, EmbeddedBrokerBuilder, FaultAction, FaultRule, Faults,

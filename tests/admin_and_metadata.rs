@@ -33,8 +33,10 @@ async fn api_versions_every_version_and_the_fallback() {
             (0, 1),
             "KIP-848"
         );
-        // Features from v3, as Kafka 4.4: group.version finalized at 1; supported 0-1 listed
-        // only from v4 (a v3 answer leaves out supported features whose minimum is 0).
+        // Features from v3, as Kafka 4.4 (of those sluice implements): group.version finalized
+        // at 1 and transaction.version at 2 (KIP-890's part 2); their supported ranges, 0-1 and
+        // 0-2, listed only from v4 (a v3 answer leaves out supported features whose minimum is
+        // 0), in name order as Kafka lists them.
         let finalized: Vec<(&str, i16, i16)> = response
             .finalized_features
             .iter()
@@ -45,16 +47,20 @@ async fn api_versions_every_version_and_the_fallback() {
             .iter()
             .map(|f| (f.name.as_str(), f.min_version, f.max_version))
             .collect();
+        let finalized_levels = vec![("group.version", 1, 1), ("transaction.version", 2, 2)];
         match version {
             0..=2 => assert!(finalized.is_empty() && supported.is_empty()),
-            3 => assert_eq!(
-                (finalized, supported),
-                (vec![("group.version", 1, 1)], vec![])
-            ),
+            3 => assert_eq!((finalized, supported), (finalized_levels, vec![])),
             _ => assert_eq!(
                 (finalized, supported),
-                (vec![("group.version", 1, 1)], vec![("group.version", 0, 1)])
+                (
+                    finalized_levels,
+                    vec![("group.version", 0, 1), ("transaction.version", 0, 2)]
+                )
             ),
+        }
+        if version >= 3 {
+            assert_eq!(response.finalized_features_epoch, 0);
         }
     }
     // v3 with an invalid software name: INVALID_REQUEST, and (as Kafka 4.4) no API list.

@@ -60,7 +60,9 @@ const FORBIDDEN_EDGES: &[Forbidden] = &[
 const LAYERS: &[&[&str]] = &[
     &["alloc_guard", "metrics", "time"],
     &["config", "disk", "record_batch"],
-    &["group", "log", "producer", "protocol", "quota", "security"],
+    &[
+        "group", "log", "producer", "protocol", "quota", "security", "txn",
+    ],
     &["storage"],
     &["api"],
     &["network"],
@@ -156,7 +158,15 @@ const ERROR_CODES: Capability = Capability {
             "the group coordinator answers with Kafka's codes, as Kafka's does",
         ),
         (
+            "src/txn/",
+            "the transaction coordinator answers with Kafka's codes, as Kafka's does",
+        ),
+        (
             "src/protocol/newer_versions/messages.rs",
+            "writes the codes handlers chose into the layouts kafka-protocol lacks; chooses none",
+        ),
+        (
+            "src/protocol/newer_versions/txn.rs",
             "writes the codes handlers chose into the layouts kafka-protocol lacks; chooses none",
         ),
     ],

@@ -18,8 +18,9 @@ use sluice::time::SystemClock;
 /// What a Kafka 3.6.2 broker (KRaft) advertises for each API sluice implements, as its
 /// ApiVersions answer lists it (`compat-tests/kafka/check-release-api-versions.sh 3.6.2`),
 /// narrowed to sluice's own table: (api key, min, max). CreateTopics, DeleteTopics,
-/// ListOffsets, OffsetCommit, OffsetFetch, DescribeConfigs, DescribeLogDirs and the ACL APIs
-/// start where sluice (and Kafka 4) start, since sluice has no versions that KIP-896 removed;
+/// ListOffsets, OffsetCommit, OffsetFetch, WriteTxnMarkers, DescribeConfigs, DescribeLogDirs
+/// and the ACL APIs start where sluice (and Kafka 4) start, since sluice has no versions that
+/// KIP-896 removed;
 /// DescribeTopicPartitions (3.8) is absent.
 const KAFKA_3_6: &[(i16, i16, i16)] = &[
     (0, 0, 9),  // Produce (served from v3)
@@ -41,6 +42,11 @@ const KAFKA_3_6: &[(i16, i16, i16)] = &[
     (20, 1, 6), // DeleteTopics
     (21, 0, 2), // DeleteRecords
     (22, 0, 4), // InitProducerId
+    (24, 0, 4), // AddPartitionsToTxn
+    (25, 0, 3), // AddOffsetsToTxn
+    (26, 0, 3), // EndTxn
+    (27, 1, 1), // WriteTxnMarkers
+    (28, 0, 3), // TxnOffsetCommit
     (29, 1, 3), // DescribeAcls
     (30, 1, 3), // CreateAcls
     (31, 1, 3), // DeleteAcls
@@ -89,6 +95,9 @@ async fn emulated_3_6_advertises_3_6s_ranges() {
             .await;
         assert_eq!(response.error_code, 0, "v{version}");
         assert_eq!(advertised(&response), KAFKA_3_6, "v{version}");
+        // A 3.6 broker advertised no `transaction.version` (4.0 brought it): transactions v1.
+        assert!(response.supported_features.is_empty(), "v{version}");
+        assert!(response.finalized_features.is_empty(), "v{version}");
     }
 }
 
@@ -182,6 +191,65 @@ async fn emulating_4_4_changes_nothing() {
         .call(ApiKey::ApiVersions, 3, &request)
         .await;
     assert_eq!(advertised(&own), advertised(&emulated));
+    assert_eq!(features(&own), features(&emulated));
+}
+
+/// (finalized, supported) features of an answer, as (name, min, max).
+type Features = (Vec<(String, i16, i16)>, Vec<(String, i16, i16)>);
+
+fn features(response: &ApiVersionsResponse) -> Features {
+    let finalized = response
+        .finalized_features
+        .iter()
+        .map(|f| (f.name.to_string(), f.min_version_level, f.max_version_level))
+        .collect();
+    let supported = response
+        .supported_features
+        .iter()
+        .map(|f| (f.name.to_string(), f.min_version, f.max_version))
+        .collect();
+    (finalized, supported)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn features_follow_the_emulated_release() {
+    let feature = |name: &str, min, max| (name.to_string(), min, max);
+    // Kafka 4.0 brought group.version (KIP-848) and transaction.version (KIP-890) and
+    // finalizes them at 1 and 2, as 4.4 does: the emulation keeps both.
+    let four = TestBroker::start(&[("sluice.emulate.kafka.version", "4.0")]).await;
+    let response: ApiVersionsResponse = four
+        .client()
+        .await
+        .call(ApiKey::ApiVersions, 4, &api_versions_request())
+        .await;
+    assert_eq!(
+        features(&response),
+        (
+            vec![
+                feature("group.version", 1, 1),
+                feature("transaction.version", 2, 2)
+            ],
+            vec![
+                feature("group.version", 0, 1),
+                feature("transaction.version", 0, 2)
+            ]
+        )
+    );
+    // A 3.9 broker had neither (only kraft.version, which sluice does not advertise): a client
+    // speaks transaction version 1 and the classic group protocol to it.
+    let three = TestBroker::start(&[("sluice.emulate.kafka.version", "3.9")]).await;
+    let response: ApiVersionsResponse = three
+        .client()
+        .await
+        .call(ApiKey::ApiVersions, 3, &api_versions_request())
+        .await;
+    assert_eq!(features(&response), (vec![], vec![]));
+    let end_txn = response.api_keys.iter().find(|k| k.api_key == 26);
+    assert_eq!(
+        end_txn.map(|k| k.max_version),
+        Some(4),
+        "EndTxn v5 is 4.0's"
+    );
 }
 
 #[tokio::test]

@@ -5,7 +5,10 @@
 # BrokerApiVersionsCommand (kafka-broker-api-versions) against each, and prints one markdown
 # table row per API either broker advertises: API (key), sluice's range, Kafka's range, and how
 # they differ. Exits 1 if sluice advertises an API or a version that Kafka does not (a client
-# would then send sluice a request Kafka itself would refuse).
+# would then send sluice a request Kafka itself would refuse). Then the features (ApiVersions v4,
+# read by api_versions.py): exits 1 if sluice advertises a feature, supported or finalized,
+# otherwise than Kafka does (transaction.version and group.version decide which protocol
+# clients speak).
 # The Kafka is the pinned one of pom.xml (compat-tests/.cache/kafka/libs, installed by setup.sh);
 # KAFKA_LIBS=<dir of jars> runs another release instead, e.g. one fetched with a copy of pom.xml
 # whose kafka.version is changed. keep=1 keeps the work directory (both tools' raw output).
@@ -40,7 +43,10 @@ wait "$sluice_tool" || { failed=1; keep=1; echo "compare-api-versions.sh: the to
 wait "$kafka_tool" || { failed=1; keep=1; echo "compare-api-versions.sh: the tool failed on Kafka" >&2; cat "$work/kafka.err" >&2; }
 [ "$failed" = 0 ] || exit 1
 
-python3 - "$work/sluice.txt" "$work/kafka.txt" "$kafka_version" <<'PY'
+python3 "$here/api_versions.py" "127.0.0.1:$sluice_port" --version 4 > "$work/sluice-features.json"
+python3 "$here/api_versions.py" "127.0.0.1:$kafka_port" --version 4 > "$work/kafka-features.json"
+
+python3 - "$work/sluice.txt" "$work/kafka.txt" "$kafka_version" <<'PY' || failed=1
 import re, sys
 
 # One line per API the tool knows: "	Name(key): 0 to 13 [usable: 13]," / "Name(key): 0 [usable: 0]"
@@ -88,3 +94,23 @@ if wrong:
           f"{', '.join(wrong)}", file=sys.stderr)
     sys.exit(1)
 PY
+python3 - "$work/sluice-features.json" "$work/kafka-features.json" "$kafka_version" <<'PY' || failed=1
+import json, sys
+
+sluice, kafka = (json.load(open(p)) for p in sys.argv[1:3])
+version, wrong = sys.argv[3], []
+print()
+print(f"| feature | sluice supported, finalized | Kafka {version} supported, finalized |")
+print("|---|---|---|")
+for name in sorted(set(sluice["supported_features"]) | set(kafka["supported_features"])):
+    s = (sluice["supported_features"].get(name), sluice["finalized_features"].get(name))
+    k = (kafka["supported_features"].get(name), kafka["finalized_features"].get(name))
+    print(f"| {name} | {s[0] or '-'}, {s[1] or '-'} | {k[0] or '-'}, {k[1] or '-'} |")
+    if s != (None, None) and s != k:
+        wrong.append(name)
+if wrong:
+    print(f"compare-api-versions.sh: sluice advertises features otherwise than Kafka {version}: "
+          f"{', '.join(wrong)}", file=sys.stderr)
+    sys.exit(1)
+PY
+[ "$failed" = 0 ] || { keep=1; exit 1; }

@@ -211,11 +211,9 @@ class Message:
             w.buf += v
         elif self._nullable(f):
             # A nullable struct: an int8 marker, -1 for null, 1 before the struct.
-            if v is None:
-                w.put("b", -1)
-                return
-            w.put("b", 1)
-            self._encode_struct(w, self._fields(f), v)
+            w.put("b", -1 if v is None else 1)
+            if v is not None:
+                self._encode_struct(w, self._fields(f), v)
         else:
             self._encode_struct(w, self._fields(f), v)
 

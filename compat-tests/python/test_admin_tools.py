@@ -1,7 +1,7 @@
-"""Kafka's admin tools that a single broker without an authorizer or transactions answers the
-way Apache Kafka does: kafka-acls (SECURITY_DISABLED: "No Authorizer is configured"),
-kafka-leader-election (every leader is already the preferred one; unknown partitions fail), and
-kafka-transactions (no transactions; an idempotent producer's state per partition).
+"""Kafka's admin tools that a single broker without an authorizer answers the way Apache Kafka
+does: kafka-acls (SECURITY_DISABLED: "No Authorizer is configured"), kafka-leader-election (every
+leader is already the preferred one; unknown partitions fail), and kafka-transactions before any
+transaction (none listed, an unknown id; an idempotent producer's state per partition).
 """
 from confluent_kafka import Producer
 

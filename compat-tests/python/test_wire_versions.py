@@ -2,10 +2,15 @@
 requests (`kafka_wire`, which encodes them from Kafka's own message schemas) to the broker under
 test: ListOffsets v10 and v11 (timestamp -6, earliest pending upload), OffsetCommit and
 OffsetFetch v10 (topics by id), ApiVersions v5 (the cluster and node a client expects),
-DescribeLogDirs v5 (IsCordoned) and DeleteGroups v3 (a per-group error message). Each answer is
-asserted field by field, and the same assertions pass on Apache Kafka 4.4.0 (`--kafka`).
+DescribeLogDirs v5 (IsCordoned), DeleteGroups v3 (a per-group error message), TxnOffsetCommit v6
+(topics by id) and WriteTxnMarkers v2 (each marker's transaction version decides which epochs the
+partition takes). Each answer is asserted field by field, and the same assertions pass on Apache
+Kafka 4.4.0 (`--kafka`).
 """
+import struct
 import time
+
+import crc32c
 
 from confluent_kafka import Consumer, Producer
 
@@ -207,3 +212,130 @@ def test_delete_groups_v3_answers_null_error_messages(broker):
             assert r["Results"] == [{"GroupId": committed, "ErrorCode": 0, "ErrorMessage": None}], r
     finally:
         consumer.close()
+
+
+def transactional_batch(producer_id, epoch, count, tag):
+    """A v2 RecordBatch of `count` transactional records of the producer, sequences from 0."""
+
+    def varint(value):
+        value = (value << 1) ^ (value >> 63)  # zigzag
+        out = bytearray()
+        while True:
+            byte = value & 0x7F
+            value >>= 7
+            if value:
+                out.append(byte | 0x80)
+            else:
+                out.append(byte)
+                return bytes(out)
+
+    records = b""
+    for i in range(count):
+        key, value = f"k{i}".encode(), f"{tag}-{i}".encode()
+        body = (b"\x00" + varint(0) + varint(i) + varint(len(key)) + key + varint(len(value))
+                + value + varint(0))
+        records += varint(len(body)) + body
+    # attributes: transactional (bit 4); last offset delta; timestamps; producer; sequence 0.
+    after_crc = struct.pack(">hiqqqhii", 0x10, count - 1, T0, T0, producer_id, epoch, 0, count) + records
+    crc = crc32c.crc32c(after_crc)
+    header = struct.pack(">qii", 0, len(after_crc) + 9, -1) + b"\x02" + struct.pack(">I", crc)
+    return header + after_crc
+
+
+def test_write_txn_markers_v2_checks_the_epoch_by_transaction_version(broker_factory):
+    broker = broker_factory({"transaction.partition.verification.enable": "false"})
+    topic = unique("wire-markers")
+    create_topic(broker.bootstrap, topic, 1)
+    producer_id = 4000
+    with Connection(broker.bootstrap) as conn:
+        def produce(epoch, tag):
+            r = conn.request("Produce", 9, {"TransactionalId": "wire-tx", "Acks": -1, "TimeoutMs": 10000,
+                                            "TopicData": [{"Name": topic, "PartitionData": [
+                                                {"Index": 0, "Records": transactional_batch(
+                                                    producer_id, epoch, 2 if tag == "a" else 1, tag)}]}]})
+            assert r["Responses"][0]["PartitionResponses"][0]["ErrorCode"] == 0, r
+
+        def marker(epoch, commit, version):
+            r = conn.request("WriteTxnMarkers", 2, {"Markers": [{
+                "ProducerId": producer_id, "ProducerEpoch": epoch, "TransactionResult": commit,
+                "Topics": [{"Name": topic, "PartitionIndexes": [0]}], "CoordinatorEpoch": 0,
+                "TransactionVersion": version}]})
+            return r["Markers"][0]["Topics"][0]["Partitions"][0]["ErrorCode"]
+
+        def last_stable_offset():
+            r = conn.request("ListOffsets", 9, {"ReplicaId": -1, "IsolationLevel": 1, "Topics": [
+                {"Name": topic, "Partitions": [{"PartitionIndex": 0, "Timestamp": -1}]}]})
+            return r["Topics"][0]["Partitions"][0]["Offset"]
+
+        # A transaction at epoch 3 holds offsets 0-1. Under transaction version 2 its markers
+        # carry epoch 4: one at 3 is a late marker of the transaction before (47).
+        produce(3, "a")
+        assert last_stable_offset() == 0
+        assert marker(3, True, 2) == 47
+        assert marker(2, False, 0) == 47
+        assert last_stable_offset() == 0
+        assert marker(4, True, 2) == 0
+        assert last_stable_offset() == 3
+        # The same marker again, as a coordinator retries it, is taken (and written again).
+        assert marker(4, True, 2) == 0
+        assert last_stable_offset() == 4
+        # A version 1 marker takes the open transaction's own epoch; a version 2 one does not.
+        produce(4, "b")
+        assert last_stable_offset() == 4
+        assert marker(4, False, 2) == 47
+        assert marker(4, False, 1) == 0
+        assert last_stable_offset() == 6
+
+
+def test_txn_offset_commit_v6_names_topics_by_id(broker):
+    topic, group, txn_id = unique("wire-txnoff"), unique("wire-txng"), unique("wire-txn")
+    create_topic(broker.bootstrap, topic, 2)
+    unknown = random_uuid()
+    with Connection(broker.bootstrap) as conn:
+        topic_id = metadata(conn, [topic])["Topics"][0]["TopicId"]
+        wait_for_coordinator(conn, group)
+        deadline = deadline_after(60)
+        while True:
+            r = conn.request("FindCoordinator", 4, {"KeyType": 1, "CoordinatorKeys": [txn_id]})
+            if r["Coordinators"][0]["ErrorCode"] == 0:
+                r = conn.request("InitProducerId", 5, {"TransactionalId": txn_id, "TransactionTimeoutMs": 60000,
+                                                       "ProducerId": -1, "ProducerEpoch": -1})
+                if r["ErrorCode"] == 0:
+                    break
+            assert time.monotonic() < deadline, r
+            time.sleep(0.5)
+        producer_id, epoch = r["ProducerId"], r["ProducerEpoch"]
+
+        def commit(producer_epoch, topics):
+            r = conn.request("TxnOffsetCommit", 6, {
+                "TransactionalId": txn_id, "GroupId": group, "ProducerId": producer_id,
+                "ProducerEpoch": producer_epoch, "GenerationIdOrMemberEpoch": -1, "MemberId": "",
+                "GroupInstanceId": None, "Topics": [
+                    {"TopicId": tid, "Partitions": [{"PartitionIndex": p, "CommittedOffset": 5,
+                                                     "CommittedMetadata": None} for p in parts]}
+                    for tid, parts in topics]})
+            return sorted((t["TopicId"], p["PartitionIndex"], p["ErrorCode"])
+                          for t in r["Topics"] for p in t["Partitions"])
+
+        def stable_offset():
+            r = conn.request("OffsetFetch", 9, {"Groups": [{"GroupId": group, "MemberId": None, "MemberEpoch": -1,
+                                                            "Topics": [{"Name": topic, "PartitionIndexes": [0]}]}],
+                                                "RequireStable": True})
+            p = r["Groups"][0]["Topics"][0]["Partitions"][0]
+            return p["CommittedOffset"], p["ErrorCode"]
+
+        # v6 adds the offsets partition to the transaction itself (transaction version 2).
+        # Partition 7 does not exist (3); ids that name no topic, zero included: 100.
+        assert commit(epoch, [(topic_id, [0, 7]), (unknown, [1]), (ZERO_ID, [0])]) == sorted([
+            (topic_id, 0, 0), (topic_id, 7, 3), (unknown, 1, 100), (ZERO_ID, 0, 100)])
+        assert stable_offset() == (-1, 88)
+        r = conn.request("EndTxn", 5, {"TransactionalId": txn_id, "ProducerId": producer_id,
+                                       "ProducerEpoch": epoch, "Committed": True})
+        assert (r["ErrorCode"], r["ProducerId"], r["ProducerEpoch"]) == (0, producer_id, epoch + 1), r
+        deadline = deadline_after(30)
+        while stable_offset() != (5, 0):
+            assert time.monotonic() < deadline, stable_offset()
+            time.sleep(0.2)
+        # The EndTxn bumped the epoch: the old one is fenced (PRODUCER_FENCED, answered as
+        # INVALID_PRODUCER_EPOCH to TxnOffsetCommit), for every partition it names.
+        assert commit(epoch, [(topic_id, [1])]) == [(topic_id, 1, 47)]

@@ -1,8 +1,11 @@
 //! ApiVersions (18): the broker's `VersionTable` (`protocol::versions`: sluice's table, or that
 //! table narrowed to an emulated Kafka release), advertised exactly. Versions above its max
-//! never reach this handler; the connection answers them with the v0 fallback. Features, when
-//! advertised, go through the same table (`VersionTable::supported_feature` and
-//! `finalized_feature`), so an emulated release shows only the features it had.
+//! never reach this handler; the connection answers them with the v0 fallback. From v3 the
+//! features (`protocol::FEATURES`: `group.version`, `transaction.version`) go out as Kafka 4.4 advertises them:
+//! every supported feature, except that v3 leaves out those whose supported minimum is 0
+//! (KIP-1022: older clients reject such a range), and the finalized ones with their epoch. They
+//! go through the same table (`VersionTable::supported_feature` and `finalized_feature`), so an
+//! emulated release shows only the features it had.
 //!
 //! Errors are answered as Kafka 4.4 answers them, with the error code and no API list: invalid
 //! client software fields (v3+, KIP-511) are INVALID_REQUEST; from v5 (KIP-1242) the client may
@@ -18,7 +21,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use super::errors::code;
-use crate::protocol::{NewerFields, VersionTable};
+use crate::protocol::{NewerFields, VersionTable, FEATURES, FINALIZED_FEATURES_EPOCH};
 
 /// Who this broker is, for the v5 check.
 pub struct Identity<'a> {
@@ -47,9 +50,39 @@ pub fn handle(
         .collect();
     let mut response = ApiVersionsResponse::default().with_api_keys(api_keys);
     if version >= 3 {
-        add_features(&mut response, version);
+        add_features(&mut response, version, versions);
     }
     response
+}
+
+/// The supported and finalized features of a v3+ response, as `versions` advertises them.
+fn add_features(response: &mut ApiVersionsResponse, version: i16, versions: &VersionTable) {
+    response.supported_features = FEATURES
+        .iter()
+        .filter_map(|f| {
+            let (min, max) =
+                versions.supported_feature(f.name, f.supported_min, f.supported_max)?;
+            (version >= 4 || min > 0).then(|| {
+                SupportedFeatureKey::default()
+                    .with_name(StrBytes::from_static_str(f.name))
+                    .with_min_version(min)
+                    .with_max_version(max)
+            })
+        })
+        .collect();
+    response.finalized_features_epoch = FINALIZED_FEATURES_EPOCH;
+    response.finalized_features = FEATURES
+        .iter()
+        .filter_map(|f| {
+            let level = versions.finalized_feature(f.name, f.finalized_level)?;
+            Some(
+                FinalizedFeatureKey::default()
+                    .with_name(StrBytes::from_static_str(f.name))
+                    .with_min_version_level(level)
+                    .with_max_version_level(level),
+            )
+        })
+        .collect();
 }
 
 fn check(
@@ -80,36 +113,6 @@ fn check(
         }
     }
     Ok(())
-}
-
-/// The features a Kafka 4.4 broker finalizes that sluice implements: `group.version` 1 (the
-/// KIP-848 consumer group protocol), as (name, supported min, supported max, finalized level).
-const FEATURES: &[(&str, i16, i16, i16)] = &[("group.version", 0, 1, 1)];
-
-/// The finalized features' epoch. Kafka's is the offset of the metadata record that last
-/// changed them; sluice's never change, so it is constant.
-const FINALIZED_FEATURES_EPOCH: i64 = 0;
-
-/// ApiVersions v3+ lists supported and finalized features. As Kafka 4.4 does, a v3 answer
-/// leaves out supported features whose minimum is 0, which clients before KIP-1113 misread.
-fn add_features(response: &mut ApiVersionsResponse, version: i16) {
-    for (name, min, max, level) in FEATURES {
-        if version >= 4 || *min > 0 {
-            response.supported_features.push(
-                SupportedFeatureKey::default()
-                    .with_name(StrBytes::from_static_str(name))
-                    .with_min_version(*min)
-                    .with_max_version(*max),
-            );
-        }
-        response.finalized_features.push(
-            FinalizedFeatureKey::default()
-                .with_name(StrBytes::from_static_str(name))
-                .with_max_version_level(*level)
-                .with_min_version_level(*level),
-        );
-    }
-    response.finalized_features_epoch = FINALIZED_FEATURES_EPOCH;
 }
 
 /// KIP-511: `[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?`

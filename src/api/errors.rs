@@ -37,7 +37,6 @@ pub fn batch_error_code(e: &BatchError) -> i16 {
         BatchError::MessageTooLarge(_) => code(ResponseError::MessageTooLarge),
         BatchError::UnsupportedCompression(_) => code(ResponseError::UnsupportedCompressionType),
         BatchError::InvalidTimestamp(_) => code(ResponseError::InvalidTimestamp),
-        BatchError::Transactional(_) => code(ResponseError::InvalidTxnState),
         BatchError::RecompressFailed(_) => code(ResponseError::UnknownServerError),
     }
 }
@@ -54,6 +53,10 @@ pub fn partition_error_code(e: &PartitionError) -> i16 {
         }
         PartitionError::Sequence(SequenceError::OutOfOrderSequence) => {
             ResponseError::OutOfOrderSequenceNumber
+        }
+        PartitionError::Sequence(SequenceError::InvalidTxnState) => ResponseError::InvalidTxnState,
+        PartitionError::Sequence(SequenceError::CoordinatorFenced) => {
+            ResponseError::TransactionCoordinatorFenced
         }
     })
 }
@@ -105,7 +108,6 @@ mod tests {
             (BatchError::MessageTooLarge("m".into()), 10),
             (BatchError::UnsupportedCompression("u".into()), 76),
             (BatchError::InvalidTimestamp("t".into()), 32),
-            (BatchError::Transactional("x".into()), 48),
             (BatchError::RecompressFailed("r".into()), -1),
         ];
         for (error, expected) in cases {

@@ -1,5 +1,9 @@
 //! Fetch (1): sessionless reads of byte ranges of segments, with long polling.
 //!
+//! A read_committed fetch reads up to each partition's last stable offset and lists the
+//! aborted transactions its records overlap, so the client can drop their records; a
+//! read_uncommitted one reads up to the high watermark and lists none (null).
+//!
 //! Every full fetch is answered with session id 0, which Kafka allows and which makes clients
 //! keep sending full fetches; an incremental fetch therefore gets FETCH_SESSION_ID_NOT_FOUND. A
 //! response lists exactly the requested partitions. Until the first partition that returns data,
@@ -24,7 +28,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kafka_protocol::messages::fetch_request::FetchTopic;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::fetch_response::{
+    AbortedTransaction, FetchableTopicResponse, PartitionData,
+};
+use kafka_protocol::messages::ProducerId;
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 use kafka_protocol::ResponseError;
 
@@ -234,6 +241,16 @@ fn read_all(
                             data.high_watermark = read.offsets.high_watermark;
                             data.last_stable_offset = read.offsets.last_stable_offset;
                             data.log_start_offset = read.offsets.log_start_offset;
+                            data.aborted_transactions = read.aborted.map(|aborted| {
+                                aborted
+                                    .iter()
+                                    .map(|txn| {
+                                        AbortedTransaction::default()
+                                            .with_producer_id(ProducerId(txn.producer_id))
+                                            .with_first_offset(txn.first_offset)
+                                    })
+                                    .collect()
+                            });
                             match read.records {
                                 Ok(read) => {
                                     let len = read.as_ref().map_or(0, SegmentSlice::len);

@@ -1,4 +1,4 @@
-//! FindCoordinator (10): this broker coordinates every group (and would every transaction).
+//! FindCoordinator (10): this broker coordinates every group and every transactional id.
 //! v0-3 ask for one key; v4+ for a batch of keys.
 
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
@@ -9,6 +9,7 @@ use kafka_protocol::ResponseError;
 use super::errors::code;
 use super::{Broker, Session};
 use crate::storage::consumer_offsets::ensure_topic;
+use crate::storage::transaction_state;
 
 const KEY_TYPE_GROUP: i8 = 0;
 const KEY_TYPE_TRANSACTION: i8 = 1;
@@ -19,11 +20,15 @@ pub fn handle(
     request: FindCoordinatorRequest,
     version: i16,
 ) -> FindCoordinatorResponse {
-    if request.key_type == KEY_TYPE_GROUP {
-        // Kafka creates the offsets topic on the first group lookup.
-        if let Err(e) = ensure_topic(&broker.logs, broker.clock.now_ms()) {
-            tracing::error!("cannot create the offsets topic: {e}");
-        }
+    let now_ms = broker.clock.now_ms();
+    // Kafka creates the offsets and transaction-state topics on the first lookup of each kind.
+    let created = match request.key_type {
+        KEY_TYPE_GROUP => ensure_topic(&broker.logs, now_ms).map(drop),
+        KEY_TYPE_TRANSACTION => transaction_state::ensure_topic(&broker.logs, now_ms).map(drop),
+        _ => Ok(()),
+    };
+    if let Err(e) = created {
+        tracing::error!("cannot create the coordinator's topic: {e}");
     }
     let config = &broker.config;
     let host = StrBytes::from_string(

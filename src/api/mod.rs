@@ -3,6 +3,7 @@
 //! persistent state; everything durable lives in `storage`/`log`.
 
 mod acls;
+mod add_partitions_to_txn;
 mod alter_client_quotas;
 mod alter_configs;
 mod api_versions;
@@ -19,6 +20,7 @@ mod describe_log_dirs;
 mod describe_topic_partitions;
 mod describe_user_scram_credentials;
 mod elect_leaders;
+mod end_txn;
 mod errors;
 mod fault_responses;
 pub mod faults;
@@ -28,10 +30,13 @@ mod init_producer_id;
 mod list_offsets;
 mod metadata;
 mod produce;
+mod produce_txn;
 pub mod sasl;
 mod session;
 mod throttle;
 mod transactions_admin;
+mod txn_offset_commit;
+mod write_txn_markers;
 
 pub use session::Session;
 
@@ -49,8 +54,9 @@ use crate::protocol::{DecodedRequest, ResponseFrame, VersionTable};
 use crate::quota::QuotaManager;
 use crate::security::acl::Operation;
 use crate::security::Security;
-use crate::storage::LogManager;
+use crate::storage::{LogManager, MarkerWriter};
 use crate::time::Clock;
+use crate::txn::TransactionCoordinator;
 
 /// What the handlers share: settings, the logs, the clock, and the shutdown signal. One for
 /// every listener: what depends on the listener a request came in on (its advertised endpoint,
@@ -59,6 +65,10 @@ pub struct Broker {
     pub config: Arc<Config>,
     pub logs: Arc<LogManager>,
     pub groups: Arc<GroupCoordinator>,
+    /// Writes transaction markers to partitions (WriteTxnMarkers).
+    pub markers: Arc<MarkerWriter>,
+    /// The transaction coordinator.
+    pub txn: Arc<TransactionCoordinator>,
     pub clock: Arc<dyn Clock>,
     pub shutdown: watch::Receiver<bool>,
     /// Client quotas: every request is charged here and may come back with a throttle time.
@@ -399,7 +409,7 @@ async fn dispatch_authorized(
             Reply::Finished(reply.await)
         }
         RequestKind::ListOffsets(r) => body(list_offsets::handle(broker, r, version)),
-        RequestKind::InitProducerId(r) => body(init_producer_id::handle(broker, r)),
+        RequestKind::InitProducerId(r) => body(init_producer_id::handle(broker, r, version)),
         RequestKind::CreateTopics(r) => {
             let quota = broker
                 .quotas
@@ -466,8 +476,26 @@ async fn dispatch_authorized(
         RequestKind::CreateAcls(r) => body(acls::create(broker, r)),
         RequestKind::DeleteAcls(r) => body(acls::delete(broker, r)),
         RequestKind::ElectLeaders(r) => body(elect_leaders::handle(broker, r)),
-        RequestKind::ListTransactions(r) => body(transactions_admin::list_transactions(r)),
-        RequestKind::DescribeTransactions(r) => body(transactions_admin::describe_transactions(r)),
+        RequestKind::WriteTxnMarkers(r) => {
+            body(write_txn_markers::handle(broker, r, &request.newer))
+        }
+        RequestKind::AddPartitionsToTxn(r) => {
+            body(add_partitions_to_txn::handle(broker, r, version))
+        }
+        RequestKind::AddOffsetsToTxn(r) => {
+            body(add_partitions_to_txn::add_offsets(broker, r, version))
+        }
+        RequestKind::EndTxn(r) => body(end_txn::handle(broker, r, version)),
+        RequestKind::TxnOffsetCommit(r) => body(txn_offset_commit::handle(
+            broker,
+            r,
+            version,
+            &request.newer,
+        )),
+        RequestKind::ListTransactions(r) => body(transactions_admin::list_transactions(broker, r)),
+        RequestKind::DescribeTransactions(r) => {
+            body(transactions_admin::describe_transactions(broker, r))
+        }
         RequestKind::DescribeProducers(r) => {
             body(transactions_admin::describe_producers(broker, r))
         }

@@ -225,6 +225,8 @@ mod table {
 
     /// The broker keys that need a row of their own, in name order (see `settings`).
     pub const BROKER: &[BrokerSetting] = &[
+    row("add.partitions.to.txn.retry.backoff.max.ms", Int, Some("100"), Static, set!(add_partitions_to_txn_retry_backoff_max_ms, min 0), No),
+    row("add.partitions.to.txn.retry.backoff.ms", Int, Some("20"), Static, set!(add_partitions_to_txn_retry_backoff_ms, min 1), No),
     row("advertised.listeners", String, None, Static, check_listeners, Value(|c| format_listeners(&c.listeners, true))),
     row("allow.everyone.if.no.acl.found", Boolean, Some("false"), Static, check_bool, No),
     row("authorizer.class.name", String, Some(""), Static, checked_where_used, No),
@@ -352,8 +354,17 @@ mod table {
     row("ssl.truststore.password", String, None, KafkaOnly, checked_where_used, No),
     row("ssl.truststore.type", String, Some("JKS"), KafkaOnly, checked_where_used, No),
     row("super.users", String, None, Static, checked_where_used, No),
+    row("transaction.abort.timed.out.transaction.cleanup.interval.ms", Int, Some("10000"), Static, set!(transaction_abort_timed_out_transaction_cleanup_interval_ms, min 1), No),
+    row("transaction.max.timeout.ms", Int, Some("900000"), Static, set!(transaction_max_timeout_ms, min 1), No),
+    row("transaction.partition.verification.enable", Boolean, Some("true"), KafkaOnly, set!(transaction_partition_verification_enable, parse_bool), No),
+    row("transaction.remove.expired.transaction.cleanup.interval.ms", Int, Some("3600000"), Static, set!(transaction_remove_expired_transaction_cleanup_interval_ms, min 1), No),
+    row("transaction.state.log.load.buffer.size", Int, Some("5242880"), Static, set!(transaction_state_log_load_buffer_bytes, min 1), No),
     ignored("transaction.state.log.min.isr", Static),
+    row("transaction.state.log.num.partitions", Int, Some("50"), Static, set!(transaction_state_log_num_partitions, min 1), No),
     ignored("transaction.state.log.replication.factor", Static),
+    row("transaction.state.log.segment.bytes", Int, Some("104857600"), Static, set!(transaction_state_log_segment_bytes, min 1), No),
+    ignored("transaction.two.phase.commit.enable", Static),
+    row("transactional.id.expiration.ms", Int, Some("604800000"), Static, set!(transactional_id_expiration_ms, min 1), No),
     ignored("zookeeper.connect", Static),
 ];
 }

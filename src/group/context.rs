@@ -21,7 +21,10 @@ pub(crate) fn append(
         tracing::warn!(group_id, "cannot store __consumer_offsets records: {e}");
         match e {
             StoreError::TooLarge { .. } => ResponseError::UnknownServerError,
-            StoreError::Io(_) => ResponseError::CoordinatorNotAvailable,
+            StoreError::ProducerFenced => ResponseError::InvalidProducerEpoch,
+            StoreError::CoordinatorFenced | StoreError::Io(_) => {
+                ResponseError::CoordinatorNotAvailable
+            }
         }
     })
 }

@@ -37,6 +37,7 @@ pub mod records;
 mod state;
 mod sync;
 pub mod topics;
+mod txn_offsets;
 
 #[cfg(test)]
 mod tests;
@@ -183,6 +184,11 @@ pub enum StoreError {
         batch_bytes: usize,
         max_bytes: usize,
     },
+    /// A transactional batch or marker older than the producer's epoch in the offsets
+    /// partition (a zombie's).
+    ProducerFenced,
+    /// A marker from a coordinator older than the one that wrote the producer's last marker.
+    CoordinatorFenced,
     /// The log could not be written.
     Io(String),
 }
@@ -197,9 +203,29 @@ impl std::fmt::Display for StoreError {
                 f,
                 "a batch of {batch_bytes} bytes exceeds max.message.bytes ({max_bytes})"
             ),
+            StoreError::ProducerFenced => f.write_str("the producer's epoch is fenced"),
+            StoreError::CoordinatorFenced => f.write_str("the transaction coordinator is fenced"),
             StoreError::Io(message) => f.write_str(message),
         }
     }
+}
+
+/// One stored `__consumer_offsets` entry, as start-up replays it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoredRecord {
+    /// A record: key and value (None for a tombstone); `producer_id` is the producer of the
+    /// transactional batch holding it, None for the coordinator's own batches.
+    Record {
+        key: Bytes,
+        value: Option<Bytes>,
+        producer_id: Option<i64>,
+    },
+    /// A COMMIT (`commit`) or ABORT marker of the producer in `partition`.
+    Marker {
+        partition: i32,
+        producer_id: i64,
+        commit: bool,
+    },
 }
 
 /// Where committed offsets and group metadata are made durable. sluice implements it with the
@@ -213,9 +239,30 @@ pub trait OffsetStore: Send + Sync {
         group_id: &str,
         records: Vec<(Bytes, Option<Bytes>)>,
     ) -> Result<(), StoreError>;
-    /// Every record ever appended, in order (replayed once at start-up; later records win,
-    /// tombstones delete).
-    fn load(&self) -> Result<Vec<(Bytes, Option<Bytes>)>, String>;
+    /// `append`, as a transactional batch of the producer (TxnOffsetCommit).
+    fn append_transactional(
+        &self,
+        group_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        records: Vec<(Bytes, Option<Bytes>)>,
+    ) -> Result<(), StoreError>;
+    /// Durably appends a transaction marker of the producer to offsets partition `partition`,
+    /// under the transaction's version (which marker epochs the partition takes, KIP-1228).
+    fn append_marker(
+        &self,
+        partition: i32,
+        producer_id: i64,
+        producer_epoch: i16,
+        commit: bool,
+        coordinator_epoch: i32,
+        transaction_version: i8,
+    ) -> Result<(), StoreError>;
+    /// The offsets partition a group's records go to.
+    fn partition_for(&self, group_id: &str) -> i32;
+    /// Every entry ever appended, in order (replayed once at start-up; later records win,
+    /// tombstones delete, markers end transactions).
+    fn load(&self) -> Result<Vec<StoredRecord>, String>;
 }
 
 pub struct GroupCoordinator {
@@ -241,6 +288,8 @@ pub(crate) struct Inner {
     scheduled_tick_ms: i64,
     /// Set by `shutdown`; afterwards every request is answered NOT_COORDINATOR.
     shut_down: bool,
+    /// Offsets of transactions not ended yet (`txn_offsets.rs`).
+    pending_txn_offsets: txn_offsets::PendingTxnOffsets,
 }
 
 impl Inner {
@@ -285,9 +334,31 @@ impl GroupCoordinator {
         store: Arc<dyn OffsetStore>,
     ) -> Result<Arc<GroupCoordinator>, String> {
         let mut replay = persist::Replay::default();
-        for (key, value) in store.load()? {
-            replay_record(&mut replay, &key, value.as_deref())?;
+        for stored in store.load()? {
+            match stored {
+                StoredRecord::Record {
+                    key,
+                    value,
+                    producer_id: None,
+                } => replay_record(&mut replay, &key, value.as_deref())?,
+                StoredRecord::Record {
+                    key,
+                    value,
+                    producer_id: Some(producer_id),
+                } => replay.pending_offset(producer_id, &key, value.as_deref())?,
+                StoredRecord::Marker {
+                    partition,
+                    producer_id,
+                    commit,
+                } => {
+                    let store = store.as_ref();
+                    replay.marker(producer_id, commit, |group| {
+                        store.partition_for(group) == partition
+                    });
+                }
+            }
         }
+        let pending_txn_offsets = std::mem::take(&mut replay.pending);
         let (groups, consumer_groups) = replay.finish();
         tracing::info!(
             groups = groups.len(),
@@ -306,6 +377,7 @@ impl GroupCoordinator {
                 next_offsets_check_ms: now_ms.saturating_add(OFFSETS_RETENTION_CHECK_INTERVAL_MS),
                 scheduled_tick_ms: i64::MAX,
                 shut_down: false,
+                pending_txn_offsets,
             }),
             timers_changed: Notify::new(),
             topic_image: OnceLock::new(),

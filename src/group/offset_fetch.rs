@@ -1,7 +1,9 @@
 //! OffsetFetch (API 9, v1-10): committed offsets of one group (v1-7) or several (v8+), for
 //! listed partitions or, with null topics (v2+), for everything the group committed. A partition
 //! with no commit answers offset -1 and empty metadata, without an error, as Kafka does. v10's
-//! topic ids are names by the time a request arrives here (`api::committed_offsets`).
+//! topic ids are names by the time a request arrives here (`api::committed_offsets`). Offsets a
+//! transaction wrote are not answered until it commits; a client that asks for stable offsets
+//! (`require_stable`, v7+) gets UNSTABLE_OFFSET_COMMIT for a partition one is pending on.
 
 use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
@@ -12,6 +14,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use super::state::CommittedOffset;
+use super::txn_offsets::has_pending;
 use super::{GroupCoordinator, Inner};
 
 /// One partition's answer, before it is shaped for the version.
@@ -64,9 +67,11 @@ impl GroupCoordinator {
                             .collect()
                     });
                     let member = (g.member_id.as_deref(), g.member_epoch);
-                    let result = check_member(&inner, g.group_id.as_str(), member)
-                        .and_then(|()| fetch_group(&inner, g.group_id.as_str(), topics));
-                    group_response(g.group_id.as_str(), result)
+                    let group_id = g.group_id.as_str();
+                    let result = check_member(&inner, group_id, member).and_then(|()| {
+                        fetch_group(&inner, group_id, topics, request.require_stable)
+                    });
+                    group_response(group_id, result)
                 })
                 .collect();
             return OffsetFetchResponse::default().with_groups(groups);
@@ -76,7 +81,13 @@ impl GroupCoordinator {
                 .map(|t| (t.name.to_string(), t.partition_indexes.clone()))
                 .collect()
         });
-        let result = fetch_group(&inner, request.group_id.as_str(), requested.clone());
+        let require_stable = version >= 7 && request.require_stable;
+        let result = fetch_group(
+            &inner,
+            request.group_id.as_str(),
+            requested.clone(),
+            require_stable,
+        );
         single_group_response(result, requested, version)
     }
 }
@@ -84,6 +95,27 @@ impl GroupCoordinator {
 /// The committed offsets of one group, or the group-level error. Kafka accepts the empty group
 /// id here for compatibility; no such group exists, so it has no offsets.
 fn fetch_group(
+    inner: &Inner,
+    group_id: &str,
+    requested: Option<Vec<(String, Vec<i32>)>>,
+    require_stable: bool,
+) -> Result<FetchedTopics, ResponseError> {
+    let mut fetched = fetch_committed(inner, group_id, requested)?;
+    if require_stable {
+        for (topic, partitions) in &mut fetched {
+            for partition in partitions.iter_mut() {
+                if has_pending(inner, group_id, topic, partition.partition) {
+                    let unstable = ResponseError::UnstableOffsetCommit.code();
+                    *partition = Fetched::absent(partition.partition, unstable);
+                }
+            }
+        }
+    }
+    Ok(fetched)
+}
+
+/// The committed offsets of one group, or the group-level error.
+fn fetch_committed(
     inner: &Inner,
     group_id: &str,
     requested: Option<Vec<(String, Vec<i32>)>>,

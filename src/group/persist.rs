@@ -85,9 +85,66 @@ pub(crate) struct Replay {
     /// Groups whose last group-metadata record is not a tombstone: they exist even without
     /// offsets.
     pub with_metadata: std::collections::HashSet<String>,
+    /// Offsets of transactions whose marker has not been replayed yet.
+    pub pending: super::txn_offsets::PendingTxnOffsets,
 }
 
 impl Replay {
+    /// A record of a producer's transactional batch: an offset commit pending until the
+    /// transaction's marker (other record types never come in transactions).
+    pub(crate) fn pending_offset(
+        &mut self,
+        producer_id: i64,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Result<(), String> {
+        let records::RecordKey::OffsetCommit {
+            group_id,
+            topic,
+            partition,
+        } = records::decode_key(key)?
+        else {
+            return Ok(());
+        };
+        let Some(value) = value else {
+            return Ok(());
+        };
+        let value = records::decode_offset_commit_value(value)?;
+        let offset = super::state::CommittedOffset {
+            offset: value.offset,
+            leader_epoch: value.leader_epoch,
+            metadata: value.metadata,
+            commit_timestamp_ms: value.commit_timestamp_ms,
+            expire_timestamp_ms: value.expire_timestamp_ms,
+        };
+        self.groups
+            .entry(group_id.clone())
+            .or_insert_with(|| ClassicGroup::new(&group_id, None));
+        self.pending
+            .entry(producer_id)
+            .or_default()
+            .entry(group_id)
+            .or_default()
+            .insert((topic, partition), offset);
+        Ok(())
+    }
+
+    /// A transaction marker in the group's offsets partition: a commit makes the producer's
+    /// pending offsets of the groups `in_partition` selects committed, in log order with the
+    /// plain commits; an abort drops them.
+    pub(crate) fn marker(
+        &mut self,
+        producer_id: i64,
+        commit: bool,
+        in_partition: impl Fn(&str) -> bool,
+    ) {
+        let ended =
+            super::txn_offsets::take_ended(&mut self.pending, producer_id, commit, in_partition);
+        for (group_id, offsets) in ended {
+            super::txn_offsets::commit_into(self.offsets.entry(group_id).or_default(), offsets);
+        }
+    }
+
     /// Applies a group-metadata record (Kafka's `replay(GroupMetadataKey, GroupMetadataValue)`).
     /// The group's committed offsets are kept either way: they have records of their own.
     pub(crate) fn group_metadata(

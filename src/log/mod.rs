@@ -7,10 +7,12 @@
 //! This module owns segments, indexes, rolling, flushing, crash recovery, delete retention and
 //! compaction rounds for one partition directory, and the offsets that describe it: log start
 //! offset, log end offset, recovery point, and the leader-epoch cache that follows them
-//! (`leader_epoch.rs`: `leader-epoch-checkpoint`). It deliberately does not own the high
-//! watermark (callers pass it in), producer state, which leader epoch is current (callers pass
-//! it in), or when retention and compaction run, and never parses requests: it sees batch bytes
-//! and offsets only. It is not internally synchronised; callers wrap a `PartitionLog` in a lock
+//! (`leader_epoch.rs`: `leader-epoch-checkpoint`), and each segment's `.txnindex` of aborted
+//! transactions (`txn_index.rs`, `transactions.rs`). It deliberately does not own the high
+//! watermark or the last stable offset (callers pass them in), producer state, which
+//! transactions are aborted (the caller appends them to the index), which leader epoch is
+//! current (callers pass it in), or when retention and compaction run, and never parses
+//! requests: it sees batch bytes and offsets only. It is not internally synchronised; callers wrap a `PartitionLog` in a lock
 //! (reads take `&self`).
 
 pub mod checkpoint;
@@ -25,6 +27,8 @@ mod retention;
 mod scan;
 mod segment;
 mod time_index;
+mod transactions;
+pub mod txn_index;
 
 #[cfg(test)]
 mod tests;
@@ -51,6 +55,8 @@ use flush::{background_flusher, FlushJob};
 pub use cleaner::{CleanOutcome, CleanedRound, CleanerConfig, CleaningRound};
 pub use retention::RetentionConfig;
 pub use segment::SegmentSlice;
+pub use transactions::FetchRead;
+pub use txn_index::AbortedTxn;
 
 /// Per-log settings, named after Kafka's broker properties, units last.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -222,6 +228,9 @@ pub struct PartitionLog {
     pending_deletes: Vec<retention::PendingDelete>,
     /// Where each leader epoch starts; kept within [log start offset, log end offset].
     leader_epochs: LeaderEpochCache,
+    /// Set by loading when a segment was recovered: the transaction indexes from this segment on
+    /// were emptied, for the caller's producer-state replay to rebuild (`transactions.rs`).
+    txn_index_rebuild_from: Option<i64>,
 }
 
 impl fmt::Debug for PartitionLog {
@@ -270,6 +279,7 @@ impl PartitionLog {
             dir_needs_sync: true,
             pending_deletes: Vec::new(),
             leader_epochs,
+            txn_index_rebuild_from: loaded.txn_index_rebuild_from,
         })
     }
 

@@ -102,6 +102,13 @@ impl OffsetIndex {
         }
     }
 
+    /// The position of the greatest entry whose position is <= `position`, or 0: where a scan
+    /// for the batch at a file position may start.
+    pub(super) fn position_at_or_below(&self, position: u64) -> u64 {
+        let below = partition_point(self.entries(), |n| self.entry(n).1 <= position);
+        below.checked_sub(1).map_or(0, |n| self.entry(n).1)
+    }
+
     /// Structural checks that need nothing but the index: relative offsets and positions
     /// non-negative and strictly increasing, positions inside the log, offsets below
     /// `next_offset_bound` (the next segment's base offset, or i64::MAX for the last segment).

@@ -27,6 +27,9 @@ pub(super) struct Loaded {
     pub(super) log_start_offset: i64,
     pub(super) log_end_offset: i64,
     pub(super) recovery_point: i64,
+    /// The base offset of the first segment that was recovered (its batches re-validated), whose
+    /// transaction index was emptied and must be rebuilt from the markers from there on.
+    pub(super) txn_index_rebuild_from: Option<i64>,
 }
 
 pub(super) fn load(
@@ -39,7 +42,7 @@ pub(super) fn load(
     disk.create_dir_all(dir)?;
     clean_temporary_files(disk, dir)?;
     let bases = segment_base_offsets(disk, dir)?;
-    let (mut segments, mut log_end_offset) =
+    let (mut segments, mut log_end_offset, mut txn_index_rebuild_from) =
         load_segments(disk, dir, config, options, &bases, now_ms)?;
     let requested_start = options.log_start_offset.max(0);
     if segments.is_empty() || log_end_offset < requested_start {
@@ -54,6 +57,7 @@ pub(super) fn load(
             LogSegment::create(disk, dir, requested_start, config, now_ms)?,
         );
         log_end_offset = requested_start;
+        txn_index_rebuild_from = None;
     }
     let Some((_, mut active)) = segments.pop_last() else {
         return Err(LogError::Corrupt("no segment after loading".to_string()));
@@ -75,10 +79,17 @@ pub(super) fn load(
         log_start_offset: requested_start.max(first_base),
         log_end_offset,
         recovery_point,
+        txn_index_rebuild_from,
     })
 }
 
-/// Opens every segment in order; returns them with the log end offset.
+/// The loaded segments by base offset, the log end offset, and the first segment recovered.
+type LoadedSegments = (BTreeMap<i64, LogSegment>, i64, Option<i64>);
+
+/// Opens every segment in order; returns them with the log end offset and the first segment
+/// recovered, whose transaction index (and every later one's) was emptied: recovery re-reads
+/// the segment's batches, and the partition's producer-state replay indexes the aborted
+/// transactions again from there.
 fn load_segments(
     disk: &Disk,
     dir: &Path,
@@ -86,7 +97,7 @@ fn load_segments(
     options: &OpenOptions,
     bases: &[i64],
     now_ms: i64,
-) -> Result<(BTreeMap<i64, LogSegment>, i64), LogError> {
+) -> Result<LoadedSegments, LogError> {
     // After a crash, recovery starts at the segment holding the recovery point (the first one
     // when the recovery point is below every base offset).
     let recover_from = (!options.clean_shutdown).then(|| {
@@ -100,6 +111,7 @@ fn load_segments(
     });
     let mut segments = BTreeMap::new();
     let mut next_offset = 0;
+    let mut rebuild_from: Option<i64> = None;
     for (n, &base) in bases.iter().enumerate() {
         let next_offset_bound = bases.get(n + 1).copied().unwrap_or(i64::MAX);
         let is_last = n + 1 == bases.len();
@@ -112,6 +124,7 @@ fn load_segments(
             };
             let recovered = segment.recover(config, min_base_offset, next_offset_bound)?;
             next_offset = recovered.next_offset;
+            rebuild_from.get_or_insert(base);
             segments.insert(base, segment);
             if recovered.truncated_bytes > 0 && !is_last {
                 // The valid log ends inside this segment; later segments cannot be trusted to
@@ -124,35 +137,57 @@ fn load_segments(
             }
             continue;
         }
-        next_offset = check_or_rebuild(
+        let checked = check_or_rebuild(
             &mut segment,
             config,
             rebuild_reason,
             is_last,
             next_offset_bound,
         )?;
+        next_offset = checked.next_offset;
+        if checked.recovered {
+            rebuild_from.get_or_insert(base);
+        }
         segments.insert(base, segment);
     }
-    Ok((segments, next_offset))
+    // A recovered segment's transaction index, and every later one's, is rebuilt from the
+    // markers: the producer-state replay after loading starts no later than the first.
+    if let Some(from) = rebuild_from {
+        for segment in segments.range_mut(from..).map(|(_, s)| s) {
+            segment.truncate_txn_index(segment.base_offset())?;
+        }
+    }
+    Ok((segments, next_offset, rebuild_from))
+}
+
+/// What `check_or_rebuild` did to a segment.
+struct Checked {
+    /// The segment's next offset when it is the last (its base offset otherwise).
+    next_offset: i64,
+    /// Its indexes had to be rebuilt from its batches.
+    recovered: bool,
 }
 
 /// Outside the recovery range: trusts a segment's indexes only if they pass the sanity checks
 /// (and, for the last segment, if the batches after the last index entry end exactly at the end
-/// of the file); otherwise rebuilds them. Returns the segment's next offset when it is the last
-/// (for other segments the value is not needed and the base offset is returned).
+/// of the file); otherwise rebuilds them.
 fn check_or_rebuild(
     segment: &mut LogSegment,
     config: &LogConfig,
     rebuild_reason: Option<String>,
     is_last: bool,
     next_offset_bound: i64,
-) -> Result<i64, LogError> {
+) -> Result<Checked, LogError> {
     let mut reason = rebuild_reason.or_else(|| segment.sanity_check(next_offset_bound).err());
+    let trusted = |next_offset| Checked {
+        next_offset,
+        recovered: false,
+    };
     if reason.is_none() {
         match segment.load_state(is_last)? {
-            Some(tail) if tail.reached_end => return Ok(tail.next_offset),
+            Some(tail) if tail.reached_end => return Ok(trusted(tail.next_offset)),
             Some(_) => reason = Some("the log does not end on a whole batch".to_string()),
-            None => return Ok(segment.base_offset()),
+            None => return Ok(trusted(segment.base_offset())),
         }
     }
     let reason = reason.unwrap_or_default();
@@ -160,7 +195,10 @@ fn check_or_rebuild(
     // Kafka keeps later segments when a segment outside the recovery range had to be repaired;
     // so do we, leaving at worst an offset gap that reads step over.
     let recovered = segment.recover(config, segment.base_offset(), next_offset_bound)?;
-    Ok(recovered.next_offset)
+    Ok(Checked {
+        next_offset: recovered.next_offset,
+        recovered: true,
+    })
 }
 
 /// Base offsets of the `.log` files, ascending. Index files without a `.log` are deleted.

@@ -17,11 +17,13 @@ use std::sync::Arc;
 use super::offset_index::OffsetIndex;
 use super::scan::{BatchScanner, ScanStep, LOOKUP_CHUNK_BYTES};
 use super::time_index::{TimeIndex, NO_TIMESTAMP};
+use super::txn_index::TransactionIndex;
 use super::{LogConfig, LogError};
 use crate::disk::{self, Disk, File};
 use crate::record_batch::header::BatchHeader;
 
 mod recovery;
+mod txn;
 
 pub(super) use crate::disk::names::{
     offset_file as segment_file, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
@@ -103,6 +105,8 @@ pub(super) struct LogSegment {
     size_bytes: u64,
     pub(super) offset_index: OffsetIndex,
     pub(super) time_index: TimeIndex,
+    /// The aborted transactions whose markers lie in this segment (`segment/txn.rs`).
+    txn_index: TransactionIndex,
     /// Bytes appended since the last index entry was written; an entry is due when it exceeds
     /// index_interval_bytes.
     bytes_since_last_index_entry: u64,
@@ -140,14 +144,17 @@ impl LogSegment {
             base_offset,
             max,
         )?;
+        // A new segment has no aborted transactions, whatever a leftover file says.
+        let txn_path = segment_file(dir, base_offset, TXN_INDEX_SUFFIX);
+        disk.remove_file_if_exists(&txn_path)?;
+        let txn_index = TransactionIndex::open(disk, &txn_path)?;
         Ok(Self::assemble(
             disk,
             base_offset,
             log_path,
             log,
             0,
-            offset_index,
-            time_index,
+            (offset_index, time_index, txn_index),
             now_ms,
         ))
     }
@@ -185,28 +192,27 @@ impl LogSegment {
             }
             Err(error) => return Err(error.into()),
         };
+        let txn_index =
+            TransactionIndex::open(disk, &segment_file(dir, base_offset, TXN_INDEX_SUFFIX))?;
         let segment = Self::assemble(
             disk,
             base_offset,
             log_path,
             log,
             size_bytes,
-            offset_index,
-            time_index,
+            (offset_index, time_index, txn_index),
             now_ms,
         );
         Ok((segment, rebuild_reason))
     }
 
-    #[allow(clippy::too_many_arguments)] // the fields of a segment, once each
     fn assemble(
         disk: &Disk,
         base_offset: i64,
         log_path: PathBuf,
         log: File,
         size_bytes: u64,
-        offset_index: OffsetIndex,
-        time_index: TimeIndex,
+        (offset_index, time_index, txn_index): (OffsetIndex, TimeIndex, TransactionIndex),
         now_ms: i64,
     ) -> Self {
         LogSegment {
@@ -217,6 +223,7 @@ impl LogSegment {
             size_bytes,
             offset_index,
             time_index,
+            txn_index,
             bytes_since_last_index_entry: 0,
             max_timestamp_so_far: NO_TIMESTAMP,
             offset_of_max_timestamp_so_far: -1,
@@ -338,7 +345,7 @@ impl LogSegment {
     pub(super) fn sync_handles(&self) -> io::Result<Vec<(File, PathBuf)>> {
         let offset_index = self.offset_index.file();
         let time_index = self.time_index.file();
-        Ok(vec![
+        let mut handles = vec![
             (self.log.try_clone()?, self.log_path.clone()),
             (
                 offset_index.try_clone_file()?,
@@ -348,7 +355,9 @@ impl LogSegment {
                 time_index.try_clone_file()?,
                 time_index.path().to_path_buf(),
             ),
-        ])
+        ];
+        handles.extend(self.txn_index.sync_handle()?);
+        Ok(handles)
     }
 
     /// fsyncs the `.log`, then both indexes. `log_fsyncs` counts the `.log`'s fsync, next to the
@@ -366,10 +375,11 @@ impl LogSegment {
         Ok(())
     }
 
-    /// Writes both indexes' dirty pages and lengths to stable storage.
+    /// Writes the indexes' dirty pages and lengths to stable storage.
     pub(super) fn flush_indexes(&self) -> io::Result<()> {
         self.offset_index.file().flush()?;
-        self.time_index.file().flush()
+        self.time_index.file().flush()?;
+        self.txn_index.flush()
     }
 
     /// The `len` bytes at `position`, as a handle on the file rather than a copy; the range must

@@ -1,17 +1,23 @@
-//! Idempotent producer state of one partition (Kafka's `ProducerStateManager`): for each
-//! producer id, its epoch and the metadata of its last five batches, which is what lets a
-//! retried batch be recognised and answered with its original offsets instead of being
-//! appended twice. The checks run under the partition's lock, before the append.
+//! Producer state of one partition (Kafka's `ProducerStateManager`): for each producer id, its
+//! epoch and the metadata of its last five batches, which is what lets a retried batch be
+//! recognised and answered with its original offsets instead of being appended twice; and for
+//! transactional producers, the first offset of the transaction each has open on this
+//! partition, the epoch of the coordinator that wrote its last marker, and the open
+//! transactions in offset order, from which the partition's last stable offset follows
+//! (`txn.rs`). The checks run under the partition's lock, before the append.
 //!
 //! This module keeps no files of its own except the `%020d.snapshot` files written by
 //! `snapshot`; the producer-id allocator lives in `id_allocator`.
 
 pub mod id_allocator;
 pub mod snapshot;
+mod txn;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use crate::record_batch::header::BatchHeader;
+
+pub use txn::{CompletedTxn, Verification};
 
 /// Kafka's `NUM_BATCHES_TO_RETAIN`: clients keep at most 5 requests in flight per partition.
 pub const BATCHES_RETAINED: usize = 5;
@@ -38,26 +44,54 @@ pub struct ProducerEntry {
     pub epoch: i16,
     /// Oldest first; at most `BATCHES_RETAINED`.
     pub batches: VecDeque<BatchMetadata>,
+    /// The epoch of the transaction coordinator that wrote the producer's last marker here; -1
+    /// before any.
+    pub coordinator_epoch: i32,
+    /// The first offset of the transaction the producer has open on this partition.
+    pub current_txn_first_offset: Option<i64>,
+    /// The max timestamp of its last batch, or the time of its last marker.
+    pub last_timestamp_ms: i64,
 }
 
 impl ProducerEntry {
+    fn new(producer_id: i64, epoch: i16) -> ProducerEntry {
+        ProducerEntry {
+            producer_id,
+            epoch,
+            batches: VecDeque::new(),
+            coordinator_epoch: -1,
+            current_txn_first_offset: None,
+            last_timestamp_ms: -1,
+        }
+    }
+
     pub fn last_sequence(&self) -> Option<i32> {
         self.batches.back().map(|b| b.last_sequence)
     }
 
-    pub fn last_timestamp_ms(&self) -> i64 {
-        self.batches.back().map(|b| b.timestamp_ms).unwrap_or(-1)
+    /// A new epoch forgets the batches of the old one.
+    fn set_epoch(&mut self, epoch: i16) {
+        if epoch != self.epoch {
+            self.epoch = epoch;
+            self.batches.clear();
+        }
     }
 }
 
-/// Why a batch of an idempotent producer is refused; `api` answers each with Kafka's error code
-/// (INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER).
+/// Why a producer's batch or marker is refused; `api` answers each with Kafka's error code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SequenceError {
-    /// The batch's epoch is older than the producer's: a zombie instance was fenced.
+    /// The batch's epoch is older than the producer's: a zombie instance was fenced
+    /// (INVALID_PRODUCER_EPOCH).
     InvalidProducerEpoch,
-    /// The batch does not follow the producer's last sequence.
+    /// The batch does not follow the producer's last sequence (OUT_OF_ORDER_SEQUENCE_NUMBER).
     OutOfOrderSequence,
+    /// A plain batch while the producer has a transaction open here, or a transactional batch
+    /// that is part of no transaction the coordinator knows (INVALID_TXN_STATE).
+    InvalidTxnState,
+    /// A marker from a coordinator older than the one that wrote the producer's last marker
+    /// (TRANSACTION_COORDINATOR_FENCED).
+    CoordinatorFenced,
 }
 
 /// What to do with an incoming batch.
@@ -86,12 +120,28 @@ pub fn last_sequence(base_sequence: i32, last_offset_delta: i32) -> i32 {
 #[derive(Default, Debug)]
 pub struct ProducerStateManager {
     producers: HashMap<i64, ProducerEntry>,
+    /// Open transactions: first offset → producer id (Kafka's `ongoingTxns`).
+    ongoing: BTreeMap<i64, i64>,
+    /// Producers whose transactional batch is being verified with the coordinator.
+    verifications: HashMap<i64, Verification>,
+    /// The guard the next verification gets.
+    next_guard: u64,
 }
 
 impl ProducerStateManager {
     pub fn from_entries(entries: Vec<ProducerEntry>) -> ProducerStateManager {
+        let ongoing = entries
+            .iter()
+            .filter_map(|e| {
+                e.current_txn_first_offset
+                    .map(|first| (first, e.producer_id))
+            })
+            .collect();
         ProducerStateManager {
             producers: entries.into_iter().map(|e| (e.producer_id, e)).collect(),
+            ongoing,
+            verifications: HashMap::new(),
+            next_guard: 1,
         }
     }
 
@@ -110,7 +160,8 @@ impl ProducerStateManager {
     /// Kafka's checks for a batch from a client, without changing any state: a producer
     /// unknown here is accepted at any sequence; a retry of one of its last five batches is a
     /// duplicate; an older epoch is fenced; a newer epoch must start at sequence 0; otherwise
-    /// the sequence must follow the last one.
+    /// the sequence must follow the last one; and a plain batch may not come while the
+    /// producer has a transaction open.
     pub fn check(&self, header: &BatchHeader) -> Result<SequenceCheck, SequenceError> {
         if header.producer_id < 0 {
             return Ok(SequenceCheck::Append);
@@ -118,7 +169,9 @@ impl ProducerStateManager {
         // A producer this partition does not know (new, expired, or removed with its
         // segments) is accepted at any sequence.
         let Some(entry) = self.producers.get(&header.producer_id) else {
-            return Ok(SequenceCheck::Append);
+            return self
+                .check_verified_sequence(header)
+                .map(|()| SequenceCheck::Append);
         };
         let last = last_sequence(header.base_sequence, header.last_offset_delta);
         if header.producer_epoch == entry.epoch {
@@ -135,22 +188,28 @@ impl ProducerStateManager {
         if header.producer_epoch < entry.epoch {
             return Err(SequenceError::InvalidProducerEpoch);
         }
+        self.check_verified_sequence(header)?;
         if header.producer_epoch > entry.epoch {
-            return if header.base_sequence == 0 {
-                Ok(SequenceCheck::Append)
-            } else {
-                Err(SequenceError::OutOfOrderSequence)
-            };
-        }
-        match entry.last_sequence() {
-            Some(previous) if header.base_sequence != next_sequence(previous) => {
-                Err(SequenceError::OutOfOrderSequence)
+            // A new epoch starts at sequence 0, unless this partition never knew an epoch.
+            if header.base_sequence != 0 && entry.epoch >= 0 {
+                return Err(SequenceError::OutOfOrderSequence);
             }
-            _ => Ok(SequenceCheck::Append),
+        } else {
+            // With no batch of this epoch (only a marker), the next sequence is 0.
+            let previous = entry.last_sequence().unwrap_or(-1);
+            if entry.epoch >= 0 && header.base_sequence != next_sequence(previous) {
+                return Err(SequenceError::OutOfOrderSequence);
+            }
         }
+        if entry.current_txn_first_offset.is_some() && !header.is_transactional() {
+            return Err(SequenceError::InvalidTxnState);
+        }
+        Ok(SequenceCheck::Append)
     }
 
-    /// Records an appended batch (from a client, or replayed from the log during recovery).
+    /// Records an appended data batch (from a client, or replayed from the log during
+    /// recovery). A transactional batch of a producer with no open transaction here opens
+    /// one at its base offset; any transactional batch ends the producer's verification.
     pub fn update(&mut self, header: &BatchHeader, base_offset: i64) {
         if header.producer_id < 0 {
             return;
@@ -158,15 +217,8 @@ impl ProducerStateManager {
         let entry = self
             .producers
             .entry(header.producer_id)
-            .or_insert_with(|| ProducerEntry {
-                producer_id: header.producer_id,
-                epoch: header.producer_epoch,
-                batches: VecDeque::new(),
-            });
-        if header.producer_epoch != entry.epoch {
-            entry.epoch = header.producer_epoch;
-            entry.batches.clear();
-        }
+            .or_insert_with(|| ProducerEntry::new(header.producer_id, header.producer_epoch));
+        entry.set_epoch(header.producer_epoch);
         if entry.batches.len() == BATCHES_RETAINED {
             entry.batches.pop_front();
         }
@@ -177,15 +229,29 @@ impl ProducerStateManager {
             offset_delta: header.last_offset_delta,
             timestamp_ms: header.max_timestamp,
         });
+        entry.last_timestamp_ms = header.max_timestamp;
+        if header.is_transactional() {
+            if entry.current_txn_first_offset.is_none() {
+                entry.current_txn_first_offset = Some(base_offset);
+                self.ongoing.insert(base_offset, header.producer_id);
+            }
+            self.verifications.remove(&header.producer_id);
+        }
     }
 
-    /// Drops producers idle for `producer.id.expiration.ms` (measured on batch timestamps, as Kafka does).
+    /// Drops producers idle for `producer.id.expiration.ms` (measured on batch timestamps, as
+    /// Kafka does), except those with a transaction open, and verifications as old.
     pub fn expire(&mut self, now_ms: i64, expiration_ms: i64) {
-        self.producers
-            .retain(|_, e| now_ms.saturating_sub(e.last_timestamp_ms()) < expiration_ms);
+        self.producers.retain(|_, e| {
+            e.current_txn_first_offset.is_some()
+                || now_ms.saturating_sub(e.last_timestamp_ms) < expiration_ms
+        });
+        self.verifications
+            .retain(|_, v| now_ms.saturating_sub(v.started_ms) < expiration_ms);
     }
 }
 
+/// The sequence after `sequence`: 0 follows i32::MAX, and 0 follows "none yet" (-1).
 fn next_sequence(sequence: i32) -> i32 {
     if sequence == i32::MAX {
         0

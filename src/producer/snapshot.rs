@@ -8,7 +8,9 @@
 //! ```
 //!
 //! Only the newest batch of each producer is stored, as in Kafka: after a restart the duplicate
-//! cache holds one batch per producer until new writes arrive.
+//! cache holds one batch per producer until new writes arrive. The coordinator epoch of the
+//! producer's last marker and the first offset of its open transaction (-1: none) are stored
+//! with it, so recovery knows which transactions are still open.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -41,20 +43,22 @@ pub fn encode(entries: &[&ProducerEntry]) -> Vec<u8> {
     out.extend_from_slice(&[0; 4]);
     out.extend_from_slice(&(entries.len() as i32).to_be_bytes());
     for entry in entries {
-        let Some(last) = entry.batches.back() else {
-            continue;
-        };
+        // A producer known only from a marker has no batch: Kafka writes sequence and offset
+        // -1 then.
+        let (last_sequence, last_offset, offset_delta) =
+            entry.batches.back().map_or((-1, -1, 0), |b| {
+                (b.last_sequence, b.last_offset, b.offset_delta)
+            });
         out.extend_from_slice(&entry.producer_id.to_be_bytes());
         out.extend_from_slice(&entry.epoch.to_be_bytes());
-        out.extend_from_slice(&last.last_sequence.to_be_bytes());
-        out.extend_from_slice(&last.last_offset.to_be_bytes());
-        out.extend_from_slice(&last.offset_delta.to_be_bytes());
-        out.extend_from_slice(&last.timestamp_ms.to_be_bytes());
-        out.extend_from_slice(&(-1i32).to_be_bytes());
-        out.extend_from_slice(&(-1i64).to_be_bytes());
+        out.extend_from_slice(&last_sequence.to_be_bytes());
+        out.extend_from_slice(&last_offset.to_be_bytes());
+        out.extend_from_slice(&offset_delta.to_be_bytes());
+        out.extend_from_slice(&entry.last_timestamp_ms.to_be_bytes());
+        out.extend_from_slice(&entry.coordinator_epoch.to_be_bytes());
+        let txn_first_offset = entry.current_txn_first_offset.unwrap_or(-1);
+        out.extend_from_slice(&txn_first_offset.to_be_bytes());
     }
-    let count = ((out.len() - HEADER_BYTES) / ENTRY_BYTES) as i32;
-    out[6..10].copy_from_slice(&count.to_be_bytes());
     let crc = crc32c::crc32c(&out[6..]);
     out[2..6].copy_from_slice(&crc.to_be_bytes());
     out
@@ -87,7 +91,9 @@ fn decode_entry(e: &[u8]) -> ProducerEntry {
     let i64_at = |at: usize| i64::from_be_bytes(e[at..at + 8].try_into().unwrap_or([0; 8]));
     let i32_at = |at: usize| i32::from_be_bytes(e[at..at + 4].try_into().unwrap_or([0; 4]));
     let last_sequence = i32_at(10);
+    let last_offset = i64_at(14);
     let offset_delta = i32_at(22);
+    let timestamp_ms = i64_at(26);
     // The first sequence is not stored; it is the last one minus the delta, wrapping below 0.
     let first = i64::from(last_sequence) - i64::from(offset_delta);
     let first_sequence = if first < 0 && last_sequence >= 0 {
@@ -98,14 +104,23 @@ fn decode_entry(e: &[u8]) -> ProducerEntry {
     let batch = BatchMetadata {
         first_sequence: first_sequence as i32,
         last_sequence,
-        last_offset: i64_at(14),
+        last_offset,
         offset_delta,
-        timestamp_ms: i64_at(26),
+        timestamp_ms,
     };
+    let txn_first_offset = i64_at(38);
     ProducerEntry {
         producer_id: i64_at(0),
         epoch: i16::from_be_bytes([e[8], e[9]]),
-        batches: VecDeque::from([batch]),
+        // An entry without a batch (written from a marker alone) has offset -1.
+        batches: if last_offset >= 0 {
+            VecDeque::from([batch])
+        } else {
+            VecDeque::new()
+        },
+        coordinator_epoch: i32_at(34),
+        current_txn_first_offset: (txn_first_offset >= 0).then_some(txn_first_offset),
+        last_timestamp_ms: timestamp_ms,
     }
 }
 
@@ -159,6 +174,9 @@ mod tests {
         let entry = ProducerEntry {
             producer_id: 42,
             epoch: 3,
+            coordinator_epoch: 5,
+            current_txn_first_offset: Some(11),
+            last_timestamp_ms: 2,
             batches: VecDeque::from([
                 BatchMetadata {
                     first_sequence: 0,
@@ -183,6 +201,18 @@ mod tests {
         assert_eq!(decoded[0].epoch, 3);
         assert_eq!(decoded[0].batches.len(), 1);
         assert_eq!(decoded[0].batches[0], entry.batches[1]);
+        assert_eq!(decoded[0].coordinator_epoch, 5);
+        assert_eq!(decoded[0].current_txn_first_offset, Some(11));
+        // Kafka's layout: coordinator epoch at 34, transaction first offset at 38 of the entry.
+        assert_eq!(&bytes[10 + 34..10 + 38], &5i32.to_be_bytes());
+        assert_eq!(&bytes[10 + 38..10 + 46], &11i64.to_be_bytes());
+        let marker_only = ProducerEntry {
+            batches: VecDeque::new(),
+            current_txn_first_offset: None,
+            ..entry.clone()
+        };
+        let decoded = decode(&encode(&[&marker_only])).unwrap();
+        assert_eq!(decoded[0], marker_only);
         let mut corrupt = bytes.clone();
         corrupt[20] ^= 1;
         assert!(decode(&corrupt).is_err());

@@ -19,5 +19,7 @@ pub use codec::{
 };
 pub use emulation::UnknownRelease;
 pub use fetch_frame::{encode_fetch_response, Chunk, ResponseFrame};
-pub use newer_versions::NewerFields;
-pub use versions::{ApiSupport, VersionTable, SUPPORTED_APIS};
+pub use newer_versions::{topic_id_as_name, NewerFields};
+pub use versions::{
+    ApiSupport, Feature, VersionTable, FEATURES, FINALIZED_FEATURES_EPOCH, SUPPORTED_APIS,
+};

@@ -66,6 +66,11 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
     api(ApiKey::AlterClientQuotas, 0, 0, 1),
     api(ApiKey::DescribeUserScramCredentials, 0, 0, 0),
     api(ApiKey::AlterUserScramCredentials, 0, 0, 0),
+    api(ApiKey::AddPartitionsToTxn, 0, 0, 5),
+    api(ApiKey::AddOffsetsToTxn, 0, 0, 4),
+    api(ApiKey::EndTxn, 0, 0, 5),
+    api(ApiKey::WriteTxnMarkers, 1, 1, 2),
+    api(ApiKey::TxnOffsetCommit, 0, 0, 6),
     api(ApiKey::DescribeAcls, 1, 1, 3),
     api(ApiKey::CreateAcls, 1, 1, 3),
     api(ApiKey::DeleteAcls, 1, 1, 3),
@@ -76,6 +81,40 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
     api(ApiKey::ConsumerGroupHeartbeat, 0, 0, 1),
     api(ApiKey::ConsumerGroupDescribe, 0, 0, 1),
 ];
+
+/// A feature (KIP-584) this broker supports and has finalized, as ApiVersions v3+ advertises
+/// it: the supported levels, and the level in force cluster-wide (a single node decides it).
+#[derive(Clone, Copy, Debug)]
+pub struct Feature {
+    pub name: &'static str,
+    pub supported_min: i16,
+    pub supported_max: i16,
+    pub finalized_level: i16,
+}
+
+/// The features sluice implements, advertised as Kafka 4.4 advertises them. A feature is listed
+/// only when what it stands for works: `group.version` 1 is the KIP-848 consumer group protocol;
+/// `transaction.version` 2 is KIP-890 part 2 (Produce v12+ and TxnOffsetCommit v5 add
+/// partitions, EndTxn v5 bumps the epoch), which Java clients use only when it is finalized at 2.
+pub const FEATURES: &[Feature] = &[
+    Feature {
+        name: "group.version",
+        supported_min: 0,
+        supported_max: 1,
+        finalized_level: 1,
+    },
+    Feature {
+        name: "transaction.version",
+        supported_min: 0,
+        supported_max: 2,
+        finalized_level: 2,
+    },
+];
+
+/// The epoch of the finalized features: Kafka's is the metadata log offset of their last change;
+/// sluice's never change while it runs. Clients take finalized features only from an epoch of
+/// 0 or more.
+pub const FINALIZED_FEATURES_EPOCH: i64 = 0;
 
 /// What one broker advertises and serves: `SUPPORTED_APIS`, or that table narrowed to what a
 /// Kafka release's broker advertised (`VersionTable::emulating`). Built once at start-up;

@@ -2,7 +2,7 @@
 //! nowhere else: the 61-byte header (`header`: fields, base offset, last offset, CRC-32C,
 //! attributes, and the few in-place edits the broker makes), the records inside a batch (`walk`:
 //! the bounded walk of a produced batch; `records`: offsets, timestamps and keys of a stored
-//! one), building batches from plain records (`encode`), the codecs (`compression`: Kafka's
+//! one), building batches from plain records (`encode`), transaction markers (`control`), the codecs (`compression`: Kafka's
 //! framing for each; `decompress`: streaming, size-capped decompression), Kafka's
 //! `LogValidator` checks on a produced batch (`validate`) and its re-encoding into a topic's
 //! codec (`recompress`).
@@ -14,6 +14,7 @@
 //! included) and `api` all read and write batches through it.
 
 pub mod compression;
+pub mod control;
 pub mod decompress;
 pub mod encode;
 pub mod header;
@@ -46,8 +47,6 @@ pub enum BatchError {
     /// A timestamp out of the topic's bounds, or a producer setting LogAppendTime
     /// (INVALID_TIMESTAMP).
     InvalidTimestamp(String),
-    /// A transactional batch: transactions are not supported yet (INVALID_TXN_STATE).
-    Transactional(String),
     /// Re-encoding into the topic's codec failed (UNKNOWN_SERVER_ERROR).
     RecompressFailed(String),
 }
@@ -61,7 +60,6 @@ impl BatchError {
             | BatchError::MessageTooLarge(message)
             | BatchError::UnsupportedCompression(message)
             | BatchError::InvalidTimestamp(message)
-            | BatchError::Transactional(message)
             | BatchError::RecompressFailed(message) => message,
         }
     }

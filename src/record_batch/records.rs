@@ -88,6 +88,8 @@ pub struct RecordView<'a> {
     pub timestamp_delta: i64,
     /// None for a null key.
     pub key: Option<&'a [u8]>,
+    /// None for a null value.
+    pub value: Option<&'a [u8]>,
     /// The value is null: a delete marker (tombstone) on a compacted topic.
     pub is_tombstone: bool,
     /// The whole record as stored, its length varint included, to be copied unchanged.
@@ -145,12 +147,13 @@ pub fn for_each_record(
         let after_timestamp = &records[record.at..end];
         let offset_delta = record.varint()?;
         let key = record.bytes_or_null()?;
-        let value_length = record.varint()?;
+        let value = record.bytes_or_null()?;
         visit(RecordView {
             offset: header.base_offset + i64::from(offset_delta),
             timestamp_delta,
             key,
-            is_tombstone: value_length < 0,
+            value,
+            is_tombstone: value.is_none(),
             bytes: &records[start..end],
             attributes,
             after_timestamp,

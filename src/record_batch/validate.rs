@@ -201,11 +201,6 @@ fn check_header_fields(header: &BatchHeader) -> Result<(), BatchError> {
             "producers may not set LogAppendTime".into(),
         ));
     }
-    if header.is_transactional() {
-        return Err(BatchError::Transactional(
-            "transactions are not supported yet".into(),
-        ));
-    }
     Ok(())
 }
 

@@ -22,8 +22,10 @@ use crate::protocol::VersionTable;
 use crate::quota::QuotaManager;
 use crate::security::Security;
 use crate::storage::consumer_offsets::ConsumerOffsetsStore;
-use crate::storage::LogManager;
+use crate::storage::transaction_state::TransactionStateStore;
+use crate::storage::{LogManager, MarkerWriter};
 use crate::time::Clock;
+use crate::txn::{TransactionCoordinator, TxnConfig};
 
 /// How long shutdown waits for connections to answer what they already read.
 const SHUTDOWN_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -170,6 +172,19 @@ pub async fn start_on(
     let groups = GroupCoordinator::new(GroupConfig::from_broker(&config), clock.clone(), store)
         .map_err(|e| anyhow::anyhow!("loading committed offsets from __consumer_offsets: {e}"))?;
     groups.set_topic_image(logs.clone());
+    let markers = Arc::new(MarkerWriter::new(
+        logs.clone(),
+        groups.clone(),
+        clock.clone(),
+    ));
+    let txn_store = Arc::new(TransactionStateStore::new(logs.clone(), clock.clone()));
+    let txn = TransactionCoordinator::new(
+        TxnConfig::from_broker(&config),
+        clock.clone(),
+        txn_store,
+        markers.clone(),
+    )
+    .map_err(|e| anyhow::anyhow!("loading transactions from __transaction_state: {e}"))?;
     let quotas = Arc::new(QuotaManager::open(&config, &disk)?);
     // At most `queued.max.request.bytes` of requests are held between reading and answering.
     let request_memory = usize::try_from(config.queued_max_request_bytes)
@@ -180,6 +195,8 @@ pub async fn start_on(
         config: config.clone(),
         logs: logs.clone(),
         groups: groups.clone(),
+        markers,
+        txn: txn.clone(),
         clock: clock.clone(),
         shutdown: shutdown_rx.clone(),
         quotas,
@@ -209,6 +226,7 @@ pub async fn start_on(
             let (groups, shutdown) = (groups.clone(), shutdown_rx.clone());
             async move { groups.run_timers(shutdown).await }
         });
+        let txn_timers = tokio::spawn(txn.clone().run_timers(shutdown_rx.clone()));
         let tls_reload = tokio::spawn(reload_tls_task(
             security.clone(),
             config.clone(),
@@ -238,7 +256,9 @@ pub async fn start_on(
         let _ = tls_reload.await;
         // Parked joins and syncs are answered now, so their connections can finish.
         groups.shutdown();
+        txn.shutdown();
         let _ = group_timers.await;
+        let _ = txn_timers.await;
         // Every connection holds a drain sender; recv() returns None once all have finished.
         if tokio::time::timeout(SHUTDOWN_DRAIN_TIMEOUT, drain_rx.recv())
             .await

@@ -126,6 +126,7 @@ fn clean_partition(
             first_dirty.unwrap_or(0),
             cleaner,
             producer_last_offsets,
+            state.last_stable_offset(),
             now_ms,
         )?)
     })?;

@@ -12,9 +12,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use kafka_protocol::records::Compression;
 
-use super::{LogManager, TopicConfigs};
-use crate::group::StoreError;
-use crate::record_batch::encode::{self, PlainRecord};
+use super::replay::{replay_partition, Replayed};
+use super::{LogManager, PartitionError, SequenceError, TopicConfigs};
+use crate::group::{StoreError, StoredRecord};
+use crate::record_batch::control::TxnMarker;
+use crate::record_batch::encode::{self, PlainRecord, TransactionalProducer};
 use crate::time::Clock;
 
 pub const CONSUMER_OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -80,11 +82,14 @@ pub fn ensure_topic(logs: &LogManager, now_ms: i64) -> Result<Arc<super::Topic>,
     }
 }
 
-impl crate::group::OffsetStore for ConsumerOffsetsStore {
-    fn append(
+impl ConsumerOffsetsStore {
+    /// Appends one batch of `records` to the group's partition, as `producer`'s transactional
+    /// batch when given.
+    fn append_batch(
         &self,
         group_id: &str,
         records: Vec<(Bytes, Option<Bytes>)>,
+        producer: Option<TransactionalProducer>,
     ) -> Result<(), StoreError> {
         if records.is_empty() {
             return Ok(());
@@ -95,12 +100,13 @@ impl crate::group::OffsetStore for ConsumerOffsetsStore {
             .ok_or_else(|| StoreError::Io("offsets partition missing".to_string()))?
             .clone();
         let now_ms = self.clock.now_ms();
-        let batch = encode::batch(
-            records
-                .into_iter()
-                .map(|(key, value)| PlainRecord::new(Some(key), value, now_ms)),
-            Compression::None,
-        )
+        let records = records
+            .into_iter()
+            .map(|(key, value)| PlainRecord::new(Some(key), value, now_ms));
+        let batch = match producer {
+            Some(producer) => encode::transactional_batch(records, producer),
+            None => encode::batch(records, Compression::None),
+        }
         .map_err(StoreError::Io)?;
         // The same bound a produced batch meets, which Kafka's coordinator also applies to its
         // own writes: a group of many members with large subscriptions can exceed it.
@@ -113,63 +119,135 @@ impl crate::group::OffsetStore for ConsumerOffsetsStore {
         }
         partition
             .append_internal(&batch, now_ms)
-            .map_err(|e| StoreError::Io(e.to_string()))?;
+            .map_err(store_error)?;
         Ok(())
     }
+}
 
-    fn load(&self) -> Result<Vec<(Bytes, Option<Bytes>)>, String> {
+/// A partition's refusal as the group coordinator sees it.
+fn store_error(error: PartitionError) -> StoreError {
+    match error {
+        PartitionError::Sequence(SequenceError::InvalidProducerEpoch) => StoreError::ProducerFenced,
+        PartitionError::Sequence(SequenceError::CoordinatorFenced) => StoreError::CoordinatorFenced,
+        other => StoreError::Io(other.to_string()),
+    }
+}
+
+impl crate::group::OffsetStore for ConsumerOffsetsStore {
+    fn append(
+        &self,
+        group_id: &str,
+        records: Vec<(Bytes, Option<Bytes>)>,
+    ) -> Result<(), StoreError> {
+        self.append_batch(group_id, records, None)
+    }
+
+    fn append_transactional(
+        &self,
+        group_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        records: Vec<(Bytes, Option<Bytes>)>,
+    ) -> Result<(), StoreError> {
+        let producer = TransactionalProducer {
+            producer_id,
+            producer_epoch,
+        };
+        self.append_batch(group_id, records, Some(producer))
+    }
+
+    fn append_marker(
+        &self,
+        partition: i32,
+        producer_id: i64,
+        producer_epoch: i16,
+        commit: bool,
+        coordinator_epoch: i32,
+        transaction_version: i8,
+    ) -> Result<(), StoreError> {
+        let topic = self.topic().map_err(StoreError::Io)?;
+        let partition = topic
+            .partition(partition)
+            .ok_or_else(|| StoreError::Io("offsets partition missing".to_string()))?
+            .clone();
+        let marker = TxnMarker {
+            commit,
+            coordinator_epoch,
+        };
+        partition
+            .append_marker(
+                producer_id,
+                producer_epoch,
+                marker,
+                transaction_version,
+                self.clock.now_ms(),
+            )
+            .map(drop)
+            .map_err(store_error)
+    }
+
+    fn partition_for(&self, group_id: &str) -> i32 {
+        partition_for(group_id)
+    }
+
+    fn load(&self) -> Result<Vec<StoredRecord>, String> {
         let Some(topic) = self.logs.topic(CONSUMER_OFFSETS_TOPIC) else {
             return Ok(Vec::new());
         };
         let mut all = Vec::new();
         for (index, partition) in topic.partitions.iter().enumerate() {
-            let offsets = partition.offsets().map_err(|e| e.to_string())?;
-            let (mut offset, end) = (offsets.log_start_offset, offsets.high_watermark);
-            while offset < end {
-                let mut bytes = partition
-                    .read_bytes(offset, REPLAY_READ_BYTES)
-                    .map_err(|e| e.to_string())?;
-                let before = offset;
-                while bytes.len() >= crate::record_batch::header::RECORD_BATCH_OVERHEAD {
-                    let Ok(header) = crate::record_batch::header::BatchHeader::parse(&bytes) else {
-                        break;
-                    };
-                    if header.total_size() > bytes.len() {
-                        break;
-                    }
-                    let mut one = bytes.split_to(header.total_size());
-                    let records = crate::record_batch::records::decode_records(&mut one)
-                        .map_err(|e| format!("{partition}: {e}"))?;
-                    for record in records.into_iter().filter(|r| r.offset >= offset) {
+            replay_partition(partition, REPLAY_READ_BYTES, |batch| match batch {
+                Replayed::Records {
+                    producer_id,
+                    records,
+                } => {
+                    for record in records {
                         if let Some(key) = record.key {
-                            all.push((index, key, record.value));
+                            let stored = StoredRecord::Record {
+                                key,
+                                value: record.value,
+                                producer_id,
+                            };
+                            all.push((index, stored));
                         }
                     }
-                    offset = offset.max(header.last_offset() + 1);
                 }
-                if offset == before {
-                    return Err(format!(
-                        "{partition}: no progress replaying at offset {offset}"
-                    ));
-                }
-            }
+                Replayed::Marker {
+                    producer_id,
+                    marker,
+                } => all.push((
+                    index,
+                    StoredRecord::Marker {
+                        partition: index as i32,
+                        producer_id,
+                        commit: marker.commit,
+                    },
+                )),
+            })?;
         }
         Ok(replay_order(all))
     }
 }
 
-/// The order in which the records read from each partition (partition index, key, value) are
+/// The order in which the entries read from each partition (partition index, entry) are
 /// replayed. Records of a group found outside its partition were written by sluice before it
 /// placed groups as Kafka does (a negative hash was masked, not negated): they are older than any
 /// record in the group's own partition, so they come first; otherwise the log order stands.
-fn replay_order(records: Vec<(usize, Bytes, Option<Bytes>)>) -> Vec<(Bytes, Option<Bytes>)> {
-    let (placed, misplaced): (Vec<_>, Vec<_>) = records.into_iter().partition(|(index, key, _)| {
-        group_of_key(key).is_none_or(|group| partition_for(group) as usize == *index)
-    });
+/// Markers always belong to their partition.
+fn replay_order(records: Vec<(usize, StoredRecord)>) -> Vec<StoredRecord> {
+    let (placed, misplaced): (Vec<_>, Vec<_>) =
+        records
+            .into_iter()
+            .partition(|(index, stored)| match stored {
+                StoredRecord::Record { key, .. } => {
+                    group_of_key(key).is_none_or(|group| partition_for(group) as usize == *index)
+                }
+                StoredRecord::Marker { .. } => true,
+            });
     misplaced
         .into_iter()
         .chain(placed)
-        .map(|(_, key, value)| (key, value))
+        .map(|(_, stored)| stored)
         .collect()
 }
 
@@ -204,14 +282,27 @@ mod tests {
             "the case this guards: the stale partition is read last"
         );
         let value = |v: &'static str| Some(Bytes::from_static(v.as_bytes()));
+        let record = |index: i32, key: Bytes, value: Option<Bytes>| {
+            (
+                index as usize,
+                StoredRecord::Record {
+                    key,
+                    value,
+                    producer_id: None,
+                },
+            )
+        };
         let records = vec![
-            (new as usize, key("g-coop"), value("newer")),
-            (partition_for("other") as usize, key("other"), value("o")),
-            (old as usize, key("g-coop"), value("older")),
+            record(new, key("g-coop"), value("newer")),
+            record(partition_for("other"), key("other"), value("o")),
+            record(old, key("g-coop"), value("older")),
         ];
         let order: Vec<_> = replay_order(records)
             .into_iter()
-            .map(|(_, v)| v.unwrap())
+            .map(|stored| match stored {
+                StoredRecord::Record { value, .. } => value.unwrap(),
+                StoredRecord::Marker { .. } => unreachable!(),
+            })
             .collect();
         assert_eq!(order, vec!["older", "newer", "o"]);
     }

@@ -15,8 +15,11 @@ mod group_topics;
 mod layout;
 mod maintenance;
 mod partition;
+mod replay;
 mod topic;
 mod topic_settings;
+pub mod transaction_markers;
+pub mod transaction_state;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -27,17 +30,21 @@ use uuid::Uuid;
 use crate::config::Config;
 use crate::disk::{Disk, File};
 use crate::log::checkpoint::{read_checkpoint, write_checkpoint};
+pub use crate::log::AbortedTxn;
 pub use crate::log::SegmentSlice;
 use crate::log::{LogError, OpenOptions, PartitionLog};
 use crate::producer::id_allocator::ProducerIdAllocator;
 pub use crate::producer::SequenceError;
+pub use crate::record_batch::control::TxnMarker;
 use broker_config::{BrokerConfigError, DynamicBrokerConfigs};
 pub use errors::{PartitionError, TopicError};
 pub use partition::{
     ActiveProducer, Isolation, LogStats, Partition, PartitionOffsets, PartitionRead, ProducedBatch,
+    TxnVerification,
 };
 pub use topic::{validate_topic_name, Topic};
 pub use topic_settings::{TopicConfigs, TopicSettings};
+pub use transaction_markers::{MarkerError, MarkerWriter};
 
 use maintenance::checkpoint_map;
 

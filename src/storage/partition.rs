@@ -6,15 +6,18 @@
 //! This file is the one place that decides a partition's offsets: the high watermark (the end
 //! of what consumers may read; with one replica, every appended record is committed at once,
 //! so it is the log end offset) and the last stable offset (the end of what read_committed
-//! consumers may read; with no transactions, the high watermark). Replication and
-//! transactions change `PartitionState::high_watermark` and `last_stable_offset`, nothing else.
+//! consumers may read: the first offset of the oldest transaction still open here, or the high
+//! watermark when none is). Replication changes `PartitionState::high_watermark`, nothing else.
 //!
 //! Every append goes through `append_locked`: the leader epoch stamped into the batch, the
 //! producer snapshot at a roll, and the wake-up of parked fetches are decided there once, for
-//! produced batches and for the broker's own (`__consumer_offsets`) alike.
+//! produced batches, transaction markers (`partition/txn.rs`) and the broker's own
+//! (`__consumer_offsets`) alike. Loading rebuilds producer state, open transactions and the
+//! aborted-transaction indexes of recovered segments from the newest snapshot and the batches
+//! after it (`partition/replay.rs`).
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -23,9 +26,14 @@ use tokio::sync::Notify;
 
 use super::errors::PartitionError;
 use crate::disk::Disk;
-use crate::log::{LogConfig, LogError, PartitionLog, RetentionConfig, SegmentSlice};
-use crate::producer::{snapshot, ProducerStateManager, SequenceCheck};
+use crate::log::{AbortedTxn, LogConfig, LogError, PartitionLog, RetentionConfig, SegmentSlice};
+use crate::producer::{snapshot, ProducerStateManager, SequenceCheck, SequenceError};
 use crate::record_batch::header::BatchHeader;
+
+mod replay;
+mod txn;
+
+pub use txn::TxnVerification;
 
 /// The leader epoch of every partition: a single node leads each partition from its creation
 /// and never hands it over, so it stays Kafka's first epoch. Stamped into every stored batch and
@@ -34,9 +42,6 @@ const LEADER_EPOCH: i32 = 0;
 
 /// Producer snapshots kept per partition (the newest two, as Kafka keeps).
 const SNAPSHOTS_RETAINED: usize = 2;
-
-/// Bytes read per step while replaying batch headers into producer state.
-const REPLAY_READ_BYTES: usize = 1 << 20;
 
 /// Which records a reader may see (a Fetch's or ListOffsets' `isolation_level`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,15 +87,22 @@ pub struct ProducedBatch {
 pub struct PartitionRead {
     pub offsets: PartitionOffsets,
     pub records: Result<Option<SegmentSlice>, PartitionError>,
+    /// For a read_committed read, the aborted transactions the records overlap (Fetch's
+    /// `aborted_transactions`); None for read_uncommitted.
+    pub aborted: Option<Vec<AbortedTxn>>,
 }
 
-/// An idempotent producer as DescribeProducers reports it.
+/// A producer as DescribeProducers reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ActiveProducer {
     pub producer_id: i64,
     pub epoch: i16,
     pub last_sequence: i32,
     pub last_timestamp_ms: i64,
+    /// The epoch of the coordinator that wrote its last marker here, -1 before any.
+    pub coordinator_epoch: i32,
+    /// The first offset of its open transaction here, -1 when none is open.
+    pub current_txn_start_offset: i64,
 }
 
 /// Figures about a partition's log that operators and tests look at.
@@ -127,10 +139,16 @@ impl PartitionState {
         self.log.log_end_offset()
     }
 
-    /// The last stable offset: below it no transaction is still open. There are no
-    /// transactions yet, so it is the high watermark.
-    fn last_stable_offset(&self) -> i64 {
-        self.high_watermark()
+    /// The last stable offset: below it no transaction is still open. It is the first offset
+    /// of the oldest open transaction (never below the log start offset), or the high
+    /// watermark when none is open; with one replica a marker is replicated as soon as it is
+    /// appended, so a completed transaction never holds it back.
+    pub(super) fn last_stable_offset(&self) -> i64 {
+        let high_watermark = self.high_watermark();
+        match self.producers.first_unstable_offset() {
+            Some(first) => first.max(self.log.log_start_offset()).min(high_watermark),
+            None => high_watermark,
+        }
     }
 
     /// The end of what a reader with `isolation` may read.
@@ -177,7 +195,7 @@ impl Partition {
         mut log: PartitionLog,
     ) -> Result<Partition, LogError> {
         log.become_leader(LEADER_EPOCH)?;
-        let producers = rebuild_producer_state(&dir, &log)?;
+        let producers = replay::rebuild_producer_state(&dir, &mut log)?;
         let flushes_every_append = AtomicBool::new(log.flushes_every_append());
         Ok(Partition {
             topic,
@@ -192,15 +210,18 @@ impl Partition {
     /// Appends a batch a client produced, already validated (and re-encoded into the topic's
     /// codec if need be): the idempotence check and the append under one lock, so a retry
     /// racing its original is never appended twice; a duplicate is answered with its original
-    /// base offset. With `flush.messages=1` the append is fsynced before this returns, off the
-    /// async runtime's worker. `log_append_time`: the topic's `message.timestamp.type` is
-    /// LogAppendTime, so the broker stamps the batch's timestamp.
+    /// base offset. A transactional batch that starts no transaction known here must bring the
+    /// guard of its verification with the coordinator (`verification`, KIP-890). With
+    /// `flush.messages=1` the append is fsynced before this returns, off the async runtime's
+    /// worker. `log_append_time`: the topic's `message.timestamp.type` is LogAppendTime, so the
+    /// broker stamps the batch's timestamp.
     pub fn append_produced(
         &self,
         batch: &[u8],
         header: &BatchHeader,
         log_append_time: bool,
         now_ms: i64,
+        verification: TxnVerification,
     ) -> Result<ProducedBatch, PartitionError> {
         let append = || {
             self.with_state(|state| {
@@ -215,6 +236,9 @@ impl Partition {
                         },
                     )),
                     SequenceCheck::Append => {
+                        if !txn::is_verified(state, header, verification) {
+                            return Err(SequenceError::InvalidTxnState.into());
+                        }
                         let (base_offset, log_append_time_ms) =
                             self.append_locked(state, batch, now_ms, log_append_time)?;
                         state.producers.update(header, base_offset);
@@ -230,24 +254,46 @@ impl Partition {
                 }
             })
         };
-        // An fsync per append would stall this worker's other connections, and so would
-        // waiting for the lock behind another append's fsync.
-        let (appended, produced) = if self.flushes_every_append.load(Ordering::Relaxed) {
-            tokio::task::block_in_place(append)?
-        } else {
-            append()?
-        };
+        let (appended, produced) = self.off_the_runtime(append)?;
         if appended {
             self.appended.notify_waiters();
         }
         Ok(produced)
     }
 
+    /// Runs an append that may fsync: off the async runtime's worker when every append is
+    /// fsynced (`flush.messages=1`), since an fsync per append would stall this worker's other
+    /// connections, and so would waiting for the lock behind another append's fsync.
+    fn off_the_runtime<T>(&self, append: impl FnOnce() -> T) -> T {
+        let multi_thread = tokio::runtime::Handle::try_current().is_ok_and(|handle| {
+            handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+        });
+        if multi_thread && self.flushes_every_append.load(Ordering::Relaxed) {
+            tokio::task::block_in_place(append)
+        } else {
+            append()
+        }
+    }
+
     /// Appends a batch the broker wrote itself (the group coordinator's records), with the same
-    /// leader epoch, roll snapshot and wake-ups as a produced batch. Returns its base offset.
+    /// leader epoch, roll snapshot and wake-ups as a produced batch. A transactional batch (a
+    /// transactional offset commit) is checked as Kafka checks a coordinator's append, by its
+    /// producer epoch alone, and opens or continues its producer's transaction. Returns its base
+    /// offset.
     pub fn append_internal(&self, batch: &[u8], now_ms: i64) -> Result<i64, PartitionError> {
-        let (base_offset, _) =
-            self.with_state(|state| self.append_locked(state, batch, now_ms, false))?;
+        let header = BatchHeader::parse(batch)
+            .map_err(|e| PartitionError::Corrupt(format!("internal batch: {e}")))?;
+        let append = || {
+            self.with_state(|state| {
+                if header.producer_id >= 0 {
+                    txn::check_internal_epoch(state, &header)?;
+                }
+                let (base_offset, _) = self.append_locked(state, batch, now_ms, false)?;
+                state.producers.update(&header, base_offset);
+                Ok(base_offset)
+            })
+        };
+        let base_offset = self.off_the_runtime(append)?;
         self.appended.notify_waiters();
         Ok(base_offset)
     }
@@ -292,8 +338,9 @@ impl Partition {
     }
 
     /// A fetch's read: at most `max_bytes` from `fetch_offset`, up to what `isolation` may see
-    /// (see `PartitionLog::read_slice` for `min_one_batch`). The slice is cut under the lock, so
-    /// it never reaches past what was appended then.
+    /// (see `PartitionLog::read_slice` for `min_one_batch`); a read_committed read also lists
+    /// the aborted transactions its records overlap. The slice is cut under the lock, so it
+    /// never reaches past what was appended then.
     pub fn read(
         &self,
         fetch_offset: i64,
@@ -302,18 +349,31 @@ impl Partition {
         isolation: Isolation,
     ) -> Result<PartitionRead, PartitionError> {
         self.with_state(|state| {
-            let records = state
-                .log
-                .read_slice(
-                    fetch_offset,
-                    max_bytes,
-                    min_one_batch,
-                    state.visible_end(isolation),
-                )
-                .map_err(PartitionError::from);
+            let read = state.log.read_for_fetch(
+                fetch_offset,
+                max_bytes,
+                min_one_batch,
+                state.visible_end(isolation),
+            );
+            let (records, aborted) = match read {
+                Ok(read) => {
+                    let aborted = match isolation {
+                        Isolation::ReadUncommitted => None,
+                        Isolation::ReadCommitted if read.slice.is_none() => Some(Vec::new()),
+                        Isolation::ReadCommitted => Some(
+                            state
+                                .log
+                                .collect_aborted_txns(fetch_offset, read.upper_bound_offset)?,
+                        ),
+                    };
+                    (Ok(read.slice), aborted)
+                }
+                Err(e) => (Err(PartitionError::from(e)), None),
+            };
             Ok(PartitionRead {
                 offsets: state.offsets(),
                 records,
+                aborted,
             })
         })
     }
@@ -409,7 +469,9 @@ impl Partition {
                     producer_id: entry.producer_id,
                     epoch: entry.epoch,
                     last_sequence: entry.last_sequence().unwrap_or(-1),
-                    last_timestamp_ms: entry.last_timestamp_ms(),
+                    last_timestamp_ms: entry.last_timestamp_ms,
+                    coordinator_epoch: entry.coordinator_epoch,
+                    current_txn_start_offset: entry.current_txn_first_offset.unwrap_or(-1),
                 })
                 .collect())
         })
@@ -498,39 +560,6 @@ impl Partition {
             Ok(())
         })
     }
-}
-
-fn rebuild_producer_state(
-    dir: &Path,
-    log: &PartitionLog,
-) -> Result<ProducerStateManager, LogError> {
-    let log_end_offset = log.log_end_offset();
-    let (snapshot_offset, entries) = snapshot::load_latest(log.disk(), dir, log_end_offset);
-    let mut producers = ProducerStateManager::from_entries(entries);
-    let mut offset = snapshot_offset.max(log.log_start_offset());
-    while offset < log_end_offset {
-        let records = log
-            .read(offset, REPLAY_READ_BYTES, true, log_end_offset)?
-            .records;
-        let mut position = 0;
-        let mut advanced = false;
-        while let Ok(header) = BatchHeader::parse(&records[position..]) {
-            let size = header.total_size();
-            if size == 0 || position + size > records.len() {
-                break;
-            }
-            if header.last_offset() >= offset {
-                producers.update(&header, header.base_offset);
-                offset = header.last_offset() + 1;
-                advanced = true;
-            }
-            position += size;
-        }
-        if !advanced {
-            break;
-        }
-    }
-    Ok(producers)
 }
 
 impl fmt::Display for Partition {

@@ -12,6 +12,7 @@ pub mod groups;
 pub mod offsets_v10;
 pub mod quotas;
 pub mod secure;
+pub mod txn;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -7,6 +7,7 @@ mod offsets;
 mod persistence;
 mod records;
 mod static_members;
+mod txn_offsets;
 mod versions;
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -25,7 +26,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Encodable, StrBytes};
 use tokio::task::JoinHandle;
 
-use super::{GroupConfig, GroupCoordinator, OffsetStore, StoreError};
+use super::{GroupConfig, GroupCoordinator, OffsetStore, StoreError, StoredRecord};
 use crate::config::Config;
 use crate::time::Clock;
 
@@ -41,11 +42,38 @@ impl Clock for ManualClock {
     }
 }
 
-/// Keeps every appended record; `fail` makes appends fail, as a full disk would.
+/// Keeps every appended record (`records`: the coordinator's own, for tests to inspect; `log`:
+/// everything, transactional records and markers included, in order); `fail` makes appends
+/// fail, as a full disk would.
 #[derive(Default)]
 pub(super) struct MemoryStore {
     pub records: Mutex<Vec<(Bytes, Option<Bytes>)>>,
+    pub log: Mutex<Vec<StoredRecord>>,
     pub fail: AtomicBool,
+}
+
+impl MemoryStore {
+    fn store(
+        &self,
+        records: Vec<(Bytes, Option<Bytes>)>,
+        producer_id: Option<i64>,
+    ) -> Result<(), StoreError> {
+        if self.fail.load(Ordering::SeqCst) {
+            return Err(StoreError::Io("injected failure".to_string()));
+        }
+        let mut log = self.log.lock().unwrap();
+        for (key, value) in &records {
+            log.push(StoredRecord::Record {
+                key: key.clone(),
+                value: value.clone(),
+                producer_id,
+            });
+        }
+        if producer_id.is_none() {
+            self.records.lock().unwrap().extend(records);
+        }
+        Ok(())
+    }
 }
 
 impl OffsetStore for MemoryStore {
@@ -54,15 +82,42 @@ impl OffsetStore for MemoryStore {
         _group_id: &str,
         records: Vec<(Bytes, Option<Bytes>)>,
     ) -> Result<(), StoreError> {
-        if self.fail.load(Ordering::SeqCst) {
-            return Err(StoreError::Io("injected failure".to_string()));
-        }
-        self.records.lock().unwrap().extend(records);
+        self.store(records, None)
+    }
+
+    fn append_transactional(
+        &self,
+        _group_id: &str,
+        producer_id: i64,
+        _producer_epoch: i16,
+        records: Vec<(Bytes, Option<Bytes>)>,
+    ) -> Result<(), StoreError> {
+        self.store(records, Some(producer_id))
+    }
+
+    fn append_marker(
+        &self,
+        partition: i32,
+        producer_id: i64,
+        _producer_epoch: i16,
+        commit: bool,
+        _coordinator_epoch: i32,
+        _transaction_version: i8,
+    ) -> Result<(), StoreError> {
+        self.log.lock().unwrap().push(StoredRecord::Marker {
+            partition,
+            producer_id,
+            commit,
+        });
         Ok(())
     }
 
-    fn load(&self) -> Result<Vec<(Bytes, Option<Bytes>)>, String> {
-        Ok(self.records.lock().unwrap().clone())
+    fn partition_for(&self, group_id: &str) -> i32 {
+        crate::group::records::offsets_partition_for(group_id, 50)
+    }
+
+    fn load(&self) -> Result<Vec<StoredRecord>, String> {
+        Ok(self.log.lock().unwrap().clone())
     }
 }
 

@@ -36,8 +36,14 @@
 //! Every source batch's CRC is checked before it is used, and the written file is checked whole
 //! before it replaces anything: a round never turns one bad batch into a truncated group.
 //!
-//! Not here: when rounds run and where the first dirty offset is remembered (`LogManager`), and
-//! transactions (sluice stores no transactional batches; control batches are kept as they are).
+//! Transactions (`txn.rs`, Kafka's rules): nothing at or past the last stable offset is cleaned
+//! (it bounds the first uncleanable offset), a batch of an aborted transaction goes whole, and a
+//! marker goes once its transaction's batches are gone and the delete horizon its first
+//! cleaning stamped has passed; the aborted transactions come from the `.txnindex` files, and a
+//! rewritten segment's `.txnindex` keeps the entries of the ABORT markers it keeps because their
+//! batches go in this round.
+//!
+//! Not here: when rounds run and where the first dirty offset is remembered (`LogManager`).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -46,11 +52,13 @@ use std::sync::Arc;
 use crate::config::topic::TopicValues;
 
 use super::segment::{delete_segment_files, segment_file, LogSegment, LOG_SUFFIX};
+use super::txn_index::AbortedTxn;
 use super::{LogError, PartitionLog};
 use crate::disk::names::{with_suffix, SWAP_SUFFIX};
 use crate::disk::Disk;
 
 mod rewrite;
+mod txn;
 
 /// A compacted topic's cleaner settings, named after Kafka's configs, units last.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -117,6 +125,8 @@ pub struct CleaningRound {
     /// The last offsets of the live idempotent producers' last batches, which stay even when
     /// emptied.
     producer_last_offsets: HashSet<i64>,
+    /// The aborted transactions overlapping the sources, from the `.txnindex` files.
+    aborted: Vec<AbortedTxn>,
     now_ms: i64,
     segments_before: usize,
     bytes_before: u64,
@@ -137,6 +147,8 @@ struct CleanedGroup {
     replaced: Vec<(i64, u64)>,
     cleaned_path: PathBuf,
     records_removed: u64,
+    /// The `.txnindex` entries of the new segment.
+    aborted_index: Vec<AbortedTxn>,
 }
 
 impl Drop for CleanedRound {
@@ -158,7 +170,14 @@ impl PartitionLog {
         config: &CleanerConfig,
         now_ms: i64,
     ) -> Result<Option<CleanOutcome>, LogError> {
-        let Some(round) = self.plan_cleaning(first_dirty_offset, config, HashSet::new(), now_ms)?
+        let last_stable_offset = self.log_end_offset;
+        let Some(round) = self.plan_cleaning(
+            first_dirty_offset,
+            config,
+            HashSet::new(),
+            last_stable_offset,
+            now_ms,
+        )?
         else {
             return Ok(None);
         };
@@ -173,22 +192,26 @@ impl PartitionLog {
     /// setting with no segment past `max.compaction.lag.ms`. Otherwise the round, which reads
     /// and writes files only in `CleaningRound::write`, without the partition's lock.
     /// `producer_last_offsets` are the last offsets of the live idempotent producers' last
-    /// batches (the producer state's), which stay in the log even when emptied.
+    /// batches (the producer state's), which stay in the log even when emptied; nothing at or
+    /// past `last_stable_offset` (the caller's) is cleaned.
     pub fn plan_cleaning(
         &self,
         first_dirty_offset: i64,
         config: &CleanerConfig,
         producer_last_offsets: HashSet<i64>,
+        last_stable_offset: i64,
         now_ms: i64,
     ) -> Result<Option<CleaningRound>, LogError> {
         let first_dirty = first_dirty_offset.max(self.log_start_offset);
-        let first_uncleanable = self.first_uncleanable_offset(first_dirty, config, now_ms);
+        let first_uncleanable = self
+            .first_uncleanable_offset(first_dirty, config, now_ms)
+            .min(last_stable_offset);
         if first_dirty >= first_uncleanable
             || !self.cleaning_due(first_dirty, first_uncleanable, config, now_ms)
         {
             return Ok(None);
         }
-        let sources = self
+        let sources: Vec<SourceSegment> = self
             .inactive
             .range(..first_uncleanable)
             .map(|(base, segment)| SourceSegment {
@@ -199,6 +222,14 @@ impl PartitionLog {
                 path: segment.log_path().to_path_buf(),
             })
             .collect();
+        // Every aborted transaction overlapping the segments a round may rewrite, whole: a
+        // segment holding the last stable offset is rewritten up to its end.
+        let aborted = match (sources.first(), sources.last()) {
+            (Some(first), Some(last)) => {
+                self.collect_aborted_txns(first.base_offset, last.end_offset)?
+            }
+            _ => Vec::new(),
+        };
         Ok(Some(CleaningRound {
             disk: self.disk.clone(),
             dir: self.dir.clone(),
@@ -207,6 +238,7 @@ impl PartitionLog {
             sources,
             config: *config,
             producer_last_offsets,
+            aborted,
             now_ms,
             segments_before: self.inactive.len() + 1,
             bytes_before: self.size_bytes(),
@@ -342,6 +374,13 @@ impl PartitionLog {
         if recovered.truncated_bytes > 0 {
             // `write` checked every batch of the file, so this is a disk fault after the check.
             tracing::error!(dir = %self.dir.display(), first_base, truncated_bytes = recovered.truncated_bytes, "cleaned segment truncated on load");
+        }
+        // The new segment's aborted transactions: the ABORT markers it keeps whose batches went
+        // in this round. (A crash before these are written loses nothing a reader needs: those
+        // batches are gone.)
+        segment.truncate_txn_index(first_base)?;
+        for txn in &group.aborted_index {
+            segment.append_aborted_txn(txn)?;
         }
         segment.flush_indexes()?;
         self.inactive.insert(first_base, segment);

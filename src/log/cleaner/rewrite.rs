@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
+use super::txn::TxnTracker;
 use super::{CleanedGroup, CleanedRound, CleaningRound, SourceSegment};
 use crate::disk::names::{with_suffix, CLEANED_SUFFIX, LOG_SUFFIX};
 use crate::disk::{Disk, File, SequentialWriter};
@@ -14,6 +15,7 @@ use crate::log::scan::{BatchScanner, ScanStep, RECOVERY_CHUNK_BYTES};
 use crate::log::segment::segment_file;
 use crate::log::LogError;
 use crate::record_batch::compression::compress;
+use crate::record_batch::control::parse_marker;
 use crate::record_batch::header::{self, BatchHeader, RECORD_BATCH_OVERHEAD};
 use crate::record_batch::records::{for_each_record, records_of};
 
@@ -55,6 +57,11 @@ impl CleaningRound {
             segments_before: self.segments_before,
             bytes_before: self.bytes_before,
         };
+        // One view of the transactions for the whole round, its groups in offset order: a
+        // marker goes only when no batch of its transaction is left before it in the log.
+        let start = self.sources.first().map_or(0, |s| s.base_offset);
+        let end = self.sources.last().map_or(0, |s| s.end_offset);
+        let mut txns = TxnTracker::new(&self.aborted, start, end);
         for group in self.groups_below(map.end_offset) {
             let cleaned_path = with_suffix(
                 &segment_file(&self.dir, group[0].base_offset, LOG_SUFFIX),
@@ -70,10 +77,12 @@ impl CleaningRound {
                     .collect(),
                 cleaned_path: cleaned_path.clone(),
                 records_removed: 0,
+                aborted_index: Vec::new(),
             });
             let removed = self.write_group(
                 &group,
                 &map,
+                &mut txns,
                 self.disk.sequential_writer(file, &cleaned_path),
             )?;
             check_written(
@@ -84,6 +93,7 @@ impl CleaningRound {
             )?;
             if let Some(written) = cleaned.groups.last_mut() {
                 written.records_removed = removed;
+                written.aborted_index = std::mem::take(&mut txns.kept_index);
             }
         }
         Ok(Some(cleaned))
@@ -103,6 +113,8 @@ impl CleaningRound {
             (key.len() as u64).max(MIN_KEY_ALLOCATION_BYTES) + MAP_ENTRY_OVERHEAD_BYTES
         };
         let mut full = false;
+        let end = self.sources.last().map_or(first_dirty, |s| s.end_offset);
+        let mut txns = TxnTracker::new(&self.aborted, first_dirty, end);
         for source in self.sources.iter().filter(|s| s.end_offset > first_dirty) {
             for_each_batch(
                 &source.file,
@@ -112,7 +124,14 @@ impl CleaningRound {
                     if full || header.last_offset() < first_dirty {
                         return Ok(());
                     }
-                    if !header.is_control() {
+                    // Markers and aborted transactions' records never enter the map.
+                    let aborted = if header.is_control() {
+                        txns.on_control(header, parse_marker(header, bytes)?);
+                        true
+                    } else {
+                        txns.on_batch(header)
+                    };
+                    if !aborted {
                         let records = records_of(header, bytes)?;
                         // What the batch would add, before adding any of it.
                         let mut added_bytes = 0u64;
@@ -183,6 +202,7 @@ impl CleaningRound {
         &self,
         group: &[&SourceSegment],
         map: &OffsetMap,
+        txns: &mut TxnTracker,
         file: SequentialWriter,
     ) -> Result<u64, LogError> {
         let mut removed = 0u64;
@@ -195,7 +215,8 @@ impl CleaningRound {
                 source.size_bytes,
                 &source.path,
                 |header, bytes| {
-                    let (filtered, dropped_records) = self.filter_batch(header, bytes, map)?;
+                    let (filtered, dropped_records) =
+                        self.filter_batch(header, bytes, map, txns)?;
                     removed += dropped_records;
                     dropped_last = None;
                     match filtered {
@@ -232,9 +253,16 @@ impl CleaningRound {
         header: &BatchHeader,
         bytes: &[u8],
         map: &OffsetMap,
+        txns: &mut TxnTracker,
     ) -> Result<(Filtered, u64), LogError> {
+        let mut head = [0u8; RECORD_BATCH_OVERHEAD];
+        head.copy_from_slice(&bytes[..RECORD_BATCH_OVERHEAD]);
         if header.is_control() {
-            return Ok((Filtered::Unchanged, 0));
+            let may_go = txns.on_control(header, parse_marker(header, bytes)?);
+            return self.filter_marker(header, bytes, head, may_go);
+        }
+        if txns.on_batch(header) {
+            return Ok((Filtered::Emptied(head), header.records_count.max(0) as u64));
         }
         let horizon = header.delete_horizon_ms();
         let tombstones_expire = horizon.is_some_and(|h| self.now_ms >= h);
@@ -259,8 +287,6 @@ impl CleaningRound {
         if dropped == 0 && !stamp_horizon {
             return Ok((Filtered::Unchanged, 0));
         }
-        let mut head = [0u8; RECORD_BATCH_OVERHEAD];
-        head.copy_from_slice(&bytes[..RECORD_BATCH_OVERHEAD]);
         if kept == 0 {
             return Ok((Filtered::Emptied(head), dropped));
         }
@@ -300,6 +326,38 @@ impl CleaningRound {
             Filtered::Rebuilt(header::with_records(&head, &compressed, codec)),
             dropped,
         ))
+    }
+}
+
+impl CleaningRound {
+    /// A marker that may go (`may_go`) goes once its batch's delete horizon has passed; before
+    /// its first cleaning stamps one (KIP-534), it stays with the horizon stamped. Any other
+    /// marker stays as it is.
+    fn filter_marker(
+        &self,
+        header: &BatchHeader,
+        bytes: &[u8],
+        mut head: [u8; RECORD_BATCH_OVERHEAD],
+        may_go: bool,
+    ) -> Result<(Filtered, u64), LogError> {
+        match header.delete_horizon_ms() {
+            _ if !may_go || header.records_count <= 0 => Ok((Filtered::Unchanged, 0)),
+            Some(horizon) if self.now_ms >= horizon => {
+                Ok((Filtered::Emptied(head), header.records_count as u64))
+            }
+            Some(_) => Ok((Filtered::Unchanged, 0)),
+            None => {
+                let records = records_of(header, bytes)?;
+                let horizon = self.now_ms.saturating_add(self.config.delete_retention_ms);
+                let mut body = Vec::with_capacity(records.len());
+                for_each_record(header, &records, |record| {
+                    let timestamp = header.base_timestamp.wrapping_add(record.timestamp_delta);
+                    record.write_with_timestamp_delta(&mut body, timestamp.wrapping_sub(horizon));
+                })?;
+                header::set_delete_horizon(&mut head, horizon);
+                Ok((Filtered::Rebuilt(header::with_records(&head, &body, 0)), 0))
+            }
+        }
     }
 }
 

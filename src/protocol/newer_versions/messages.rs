@@ -17,6 +17,7 @@ use kafka_protocol::messages::{
 };
 
 use super::wire::*;
+use uuid::Uuid;
 
 /// The fields a request version newer than the codec adds, for the handler.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -30,6 +31,11 @@ pub enum NewerFields {
         cluster_id: Option<String>,
         node_id: i32,
     },
+    /// TxnOffsetCommit v6: each topic's id, in the order of the request's topics (whose names
+    /// are empty until the handler resolves the ids).
+    TxnOffsetCommit { topic_ids: Vec<Uuid> },
+    /// WriteTxnMarkers v2: each marker's transaction version (KIP-1228), in order.
+    WriteTxnMarkers { transaction_versions: Vec<i8> },
 }
 
 /// ApiVersions v5: v4's two software fields, then `ClusterId` and `NodeId`.

@@ -12,6 +12,9 @@
 //!   (bool) after `UsableBytes`.
 //! - DeleteGroups v3: the request is v2's; each result of the response adds `ErrorMessage`
 //!   (compact nullable string) after `ErrorCode`.
+//! - TxnOffsetCommit v6 (KIP-1319) names each topic by `TopicId` instead of by name, both ways.
+//! - WriteTxnMarkers v2 (KIP-1228): each marker of the request adds `TransactionVersion` (int8)
+//!   after `CoordinatorEpoch`; the response is v1's.
 //!
 //! A request is read into kafka-protocol's struct, with the fields that struct lacks in
 //! `NewerFields`; a response is built as kafka-protocol's struct and written at the codec
@@ -19,6 +22,7 @@
 //! sent. When kafka-protocol learns a version, its row goes and the codec takes over.
 
 mod messages;
+mod txn;
 mod wire;
 
 use anyhow::Result;
@@ -30,6 +34,8 @@ use messages::{
     decode_api_versions_v5, decode_offset_commit_v10, decode_offset_fetch_v10,
     encode_delete_groups_v3, encode_describe_log_dirs_v5,
 };
+pub use txn::topic_id_as_name;
+use txn::{decode_txn_offset_commit_v6, decode_write_txn_markers_v2, encode_txn_offset_commit_v6};
 
 /// Reads a request body of a version kafka-protocol cannot read.
 type RequestDecoder = fn(&mut Bytes) -> Result<(RequestKind, NewerFields)>;
@@ -89,6 +95,18 @@ const NEWER: &[Newer] = &[
         request: Layout::Codec(2),
         response: Layout::InTree(encode_delete_groups_v3),
     },
+    Newer {
+        key: ApiKey::WriteTxnMarkers,
+        version: 2,
+        request: Layout::InTree(decode_write_txn_markers_v2),
+        response: Layout::Codec(1),
+    },
+    Newer {
+        key: ApiKey::TxnOffsetCommit,
+        version: 6,
+        request: Layout::InTree(decode_txn_offset_commit_v6),
+        response: Layout::InTree(encode_txn_offset_commit_v6),
+    },
 ];
 
 fn newer(key: ApiKey, version: i16) -> Option<&'static Newer> {
@@ -143,6 +161,8 @@ fn response_key(body: &ResponseKind) -> Option<ApiKey> {
         ResponseKind::ApiVersions(_) => Some(ApiKey::ApiVersions),
         ResponseKind::DescribeLogDirs(_) => Some(ApiKey::DescribeLogDirs),
         ResponseKind::DeleteGroups(_) => Some(ApiKey::DeleteGroups),
+        ResponseKind::WriteTxnMarkers(_) => Some(ApiKey::WriteTxnMarkers),
+        ResponseKind::TxnOffsetCommit(_) => Some(ApiKey::TxnOffsetCommit),
         _ => None,
     }
 }
@@ -171,6 +191,14 @@ mod tests {
             ApiKey::DeleteGroups => (
                 DeleteGroupsRequest::VERSIONS,
                 DeleteGroupsResponse::VERSIONS,
+            ),
+            ApiKey::WriteTxnMarkers => (
+                WriteTxnMarkersRequest::VERSIONS,
+                WriteTxnMarkersResponse::VERSIONS,
+            ),
+            ApiKey::TxnOffsetCommit => (
+                TxnOffsetCommitRequest::VERSIONS,
+                TxnOffsetCommitResponse::VERSIONS,
             ),
             other => panic!("{other:?} has no row"),
         }

@@ -59,6 +59,16 @@ pub fn get_array_len(body: &mut Bytes, min_element_bytes: usize) -> Result<Optio
     Ok(Some(len))
 }
 
+pub fn get_i8(body: &mut Bytes) -> Result<i8> {
+    fixed(body, 1)?;
+    Ok(body.get_i8())
+}
+
+pub fn get_i16(body: &mut Bytes) -> Result<i16> {
+    fixed(body, 2)?;
+    Ok(body.get_i16())
+}
+
 pub fn get_i32(body: &mut Bytes) -> Result<i32> {
     fixed(body, 4)?;
     Ok(body.get_i32())

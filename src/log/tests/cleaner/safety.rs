@@ -59,7 +59,7 @@ fn a_group_whose_segments_changed_meanwhile_is_not_swapped_in() {
     let dir = tempfile::tempdir().unwrap();
     let mut log = rounds(dir.path(), &small_config());
     let round = log
-        .plan_cleaning(0, &eager(), HashSet::new(), now_ms())
+        .plan_cleaning(0, &eager(), HashSet::new(), i64::MAX, now_ms())
         .unwrap()
         .expect("due");
     let cleaned = round.write().unwrap().expect("written");
@@ -116,7 +116,7 @@ fn a_live_producers_last_batch_stays_when_emptied() {
         .unwrap();
     log.roll(0).unwrap();
     let round = log
-        .plan_cleaning(0, &eager(), HashSet::from([0]), now_ms())
+        .plan_cleaning(0, &eager(), HashSet::from([0]), i64::MAX, now_ms())
         .unwrap()
         .expect("due");
     let cleaned = round.write().unwrap().expect("written");

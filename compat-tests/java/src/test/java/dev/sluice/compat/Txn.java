@@ -1,5 +1,7 @@
 package dev.sluice.compat;
 
+import java.io.IOException;
+import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -7,8 +9,11 @@ import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.FinalizedVersionRange;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -43,6 +48,28 @@ final class Txn {
             throw e;
         }
         return p;
+    }
+
+    /**
+     * The transaction protocol this client speaks to the broker: 2 (KIP-890 part 2) when the
+     * client knows it (4.0 and later) and the broker finalizes transaction.version at 2 or more,
+     * else 1.
+     */
+    static int transactionVersion(Admin admin) throws Exception {
+        int clientMajor = Integer.parseInt(clientVersion().split("\\.")[0]);
+        FinalizedVersionRange finalized = admin.describeFeatures().featureMetadata().get(30, TimeUnit.SECONDS)
+                .finalizedFeatures().get("transaction.version");
+        boolean v2 = clientMajor >= 4 && finalized != null && finalized.maxVersionLevel() >= 2;
+        return v2 ? 2 : 1;
+    }
+
+    /** The Java client's version, as kafka-clients records it in its jar. */
+    static String clientVersion() throws IOException {
+        Properties p = new Properties();
+        try (InputStream in = KafkaProducer.class.getResourceAsStream("/kafka/kafka-version.properties")) {
+            p.load(in);
+        }
+        return p.getProperty("version");
     }
 
     static byte[] bytes(String s) {

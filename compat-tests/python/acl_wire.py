@@ -211,3 +211,95 @@ def elect_leaders(world, login_as, _admin):
             {"Topic": world["read"], "Partitions": [0]}]})
         return r["ErrorCode"], [p["ErrorCode"] for t in r["ReplicaElectionResults"]
                                 for p in t["PartitionResult"]]
+
+
+def _retry(c, api, version, body, key, codes=(14, 16, 51)):
+    """A request retried while Kafka is still creating or loading a coordinator's topic (or an
+    earlier transaction is being completed)."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:
+        r = c.request(api, version, body)
+        if r[key] not in codes or time.monotonic() > deadline:
+            return r
+        time.sleep(0.5)
+
+
+def _add_partitions(c, txn_id, producer, partitions, version=3):
+    r = c.request("AddPartitionsToTxn", version, {
+        "V3AndBelowTransactionalId": txn_id, "V3AndBelowProducerId": producer[0],
+        "V3AndBelowProducerEpoch": producer[1],
+        "V3AndBelowTopics": [{"Name": t, "Partitions": [p]} for t, p in partitions]})
+    codes = {(t["Name"], p["PartitionIndex"]): p["PartitionErrorCode"]
+             for t in r["ResultsByTopicV3AndBelow"] for p in t["ResultsByPartition"]}
+    return [codes.get(tp) for tp in partitions]
+
+
+def transactions(world, login_as, admin):
+    """The transaction APIs' checks, in one transaction of the caller (whose id it may write)
+    and one of the super user's: InitProducerId, AddPartitionsToTxn v3 (refused, missing and
+    internal topics) and v4, AddOffsetsToTxn, TxnOffsetCommit, WriteTxnMarkers, EndTxn; then
+    the super user's AddPartitionsToTxn with an internal topic."""
+    txn_id, admin_id = world["txw"] + unique(""), world["prefix"] + unique("-adm")
+    group = world["gpfx"] + unique("tx")
+    out = {}
+    with login_as() as c, admin() as a:
+        c.request("FindCoordinator", 4, {"KeyType": 1, "CoordinatorKeys": [txn_id]})
+        init = {"TransactionalId": txn_id, "TransactionTimeoutMs": 60000, "ProducerId": -1,
+                "ProducerEpoch": -1}
+        r = _retry(c, "InitProducerId", 4, init, "ErrorCode")
+        out["init"] = r["ErrorCode"]
+        producer = (r["ProducerId"], r["ProducerEpoch"])
+        w, h, ok = world["write"], world["hidden"], world["prefix"] + "-missing"
+        out["add refused"] = _add_partitions(c, txn_id, producer, [(w, 0), (h, 0), (ok, 0)])
+        out["add internal"] = _add_partitions(c, txn_id, producer, [(w, 0), ("__consumer_offsets", 0)])
+        out["add v4"] = c.request("AddPartitionsToTxn", 4, {"Transactions": []})["ErrorCode"]
+        out["add"] = _add_partitions(c, txn_id, producer, [(w, 0)])
+        base = {"TransactionalId": txn_id, "ProducerId": producer[0], "ProducerEpoch": producer[1]}
+        out["offsets refused"] = c.request("AddOffsetsToTxn", 3, dict(base, GroupId=unique("nope")))["ErrorCode"]
+        c.request("FindCoordinator", 4, {"KeyType": 0, "CoordinatorKeys": [group]})
+        out["offsets"] = _retry(c, "AddOffsetsToTxn", 3, dict(base, GroupId=group), "ErrorCode")["ErrorCode"]
+        commit = []
+        for k in ("hidden", "read"):
+            deadline = time.monotonic() + TIMEOUT_S
+            while True:  # the group's coordinator may still be loading (14, 16)
+                r = c.request("TxnOffsetCommit", 3, dict(
+                    base, GroupId=group, GenerationId=-1, MemberId="", GroupInstanceId=None,
+                    Topics=[{"Name": world[k], "Partitions": [
+                        {"PartitionIndex": 0, "CommittedOffset": 0, "CommittedLeaderEpoch": -1,
+                         "CommittedMetadata": ""}]}]))
+                code = r["Topics"][0]["Partitions"][0]["ErrorCode"]
+                if code not in (14, 16) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
+            commit.append(code)
+        out["txn offset commit"] = commit
+        r = c.request("WriteTxnMarkers", 1, {"Markers": [{
+            "ProducerId": producer[0], "ProducerEpoch": producer[1], "TransactionResult": True,
+            "Topics": [{"Name": w, "PartitionIndexes": [0]}], "CoordinatorEpoch": 0}]})
+        out["markers"] = r["Markers"][0]["Topics"][0]["Partitions"][0]["ErrorCode"]
+        out["end"] = c.request("EndTxn", 3, dict(base, Committed=True))["ErrorCode"]
+        r = _retry(a, "InitProducerId", 4, dict(init, TransactionalId=admin_id), "ErrorCode")
+        out["admin add internal"] = _add_partitions(
+            a, admin_id, (r["ProducerId"], r["ProducerEpoch"]), [(w, 0), ("__consumer_offsets", 0)])
+    return out
+
+
+def transactions_refused(world, login_as, _admin):
+    """A caller without WRITE on the transactional id: every transaction API refuses it first,
+    whatever the producer id."""
+    txn_id = world["txw"] + unique("")
+    base = {"TransactionalId": txn_id, "ProducerId": 1000, "ProducerEpoch": 0}
+    with login_as() as c:
+        r = c.request("InitProducerId", 4, {"TransactionalId": txn_id, "TransactionTimeoutMs": 60000,
+                                            "ProducerId": -1, "ProducerEpoch": -1})
+        out = {"init": r["ErrorCode"]}
+        out["add"] = _add_partitions(c, txn_id, (1000, 0), [(world["write"], 0)])
+        out["offsets"] = c.request("AddOffsetsToTxn", 3, dict(base, GroupId=world["gpfx"] + "x"))["ErrorCode"]
+        r = c.request("TxnOffsetCommit", 3, dict(
+            base, GroupId=world["gpfx"] + "x", GenerationId=-1, MemberId="", GroupInstanceId=None,
+            Topics=[{"Name": world["read"], "Partitions": [
+                {"PartitionIndex": 0, "CommittedOffset": 0, "CommittedLeaderEpoch": -1,
+                 "CommittedMetadata": ""}]}]))
+        out["txn offset commit"] = r["Topics"][0]["Partitions"][0]["ErrorCode"]
+        out["end"] = c.request("EndTxn", 3, dict(base, Committed=True))["ErrorCode"]
+    return out

@@ -9,11 +9,12 @@ client by the super user. Also: SCRAM credentials created with AlterUserScramCre
 SCRAM is refused by both brokers, see the test). The second table, WIRE_CASES, sends the requests no Python
 client sends (KIP-848 ConsumerGroupHeartbeat/ConsumerGroupDescribe, DescribeTopicPartitions,
 DescribeProducers, DescribeTransactions, OffsetDelete, DescribeGroups with authorized
-operations, ElectLeaders) as raw requests (`acl_wire.py`), compared field by field.
+operations, ElectLeaders, the transaction APIs) as raw requests (`acl_wire.py`), compared field by field.
 
 Both brokers run the same overrides: the listener named PLAINTEXT speaks SASL_PLAINTEXT
-(Kafka's controller listener stays PLAINTEXT, its principal ANONYMOUS a super user), PLAIN
-users from the listener's JAAS config, and the StandardAuthorizer.
+(Kafka's controller listener stays PLAINTEXT, its principal ANONYMOUS a super user) and is
+the inter-broker listener, PLAIN users from the listener's JAAS config, and the
+StandardAuthorizer.
 """
 import subprocess
 import time
@@ -36,6 +37,9 @@ BROKER_OVERRIDES = {
     "listener.security.protocol.map": "PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
     "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
     "sasl.mechanism.inter.broker.protocol": "PLAIN",
+    # Kafka's broker-to-broker client (KIP-890's verification of transactional offsets) takes
+    # the listener's protocol from the map only when the listener is named.
+    "inter.broker.listener.name": "PLAINTEXT",
     "listener.name.plaintext.plain.sasl.jaas.config": JAAS,
     "listener.name.plaintext.scram-sha-256.sasl.jaas.config":
         "org.apache.kafka.common.security.scram.ScramLoginModule required;",
@@ -82,6 +86,7 @@ def world(broker):
     names["gpfx"] = f"{p}-g-"      # groups alice may read and delete offsets of
     names["spfx"] = f"{p}-shared-"  # groups alice may only describe
     names["txn"] = f"{p}-txn"      # a transactional id alice may describe
+    names["txw"] = f"{p}-txw-"     # transactional ids alice may write
     a = admin(broker)
     for f in a.create_topics([NewTopic(names[k], 1, 1) for k in ("read", "write", "hidden", "pfx-a")]).values():
         assert result(f) == "NO_ERROR"
@@ -100,10 +105,22 @@ def world(broker):
         acl(names["spfx"], P, "User:alice", AclOperation.DESCRIBE, allow, ResourceType.GROUP),
         acl(names["txn"], L, "User:alice", AclOperation.DESCRIBE, allow,
             ResourceType.TRANSACTIONAL_ID),
+        acl(names["txw"], P, "User:alice", AclOperation.WRITE, allow,
+            ResourceType.TRANSACTIONAL_ID),
     ]
     for f in a.create_acls(acls).values():
         assert result(f) == "NO_ERROR"
-    time.sleep(1)  # Kafka applies ACLs through its metadata log
+    # Kafka applies ACLs through its metadata log: wait until the broker's authorizer has them
+    # all, then a moment for every request handler to see them.
+    every = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
+                             AclOperation.ANY, AclPermissionType.ANY)
+    deadline = time.monotonic() + TIMEOUT_S
+    while time.monotonic() < deadline:
+        listed = a.describe_acls(every).result(timeout=TIMEOUT_S)
+        if sum(b.name.startswith(p) for b in listed) >= len(acls):
+            break
+        time.sleep(0.2)
+    time.sleep(1)
     return names
 
 
@@ -171,7 +188,13 @@ def describe_acls(broker, user, _):
 
 def describe_group(broker, user, group):
     a = admin(broker, user)
-    return result(a.describe_consumer_groups([group])[group])
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:  # Kafka's group coordinator may still be loading __consumer_offsets
+        outcome = result(a.describe_consumer_groups([group])[group])
+        if outcome not in ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS") \
+                or time.monotonic() > deadline:
+            return outcome
+        time.sleep(0.5)
 
 
 # (principal, action, resource key in `world`, or a literal name prefixed by "=", expected error)
@@ -236,6 +259,15 @@ WIRE_CASES = [
     ("alice", wire.offset_delete_and_describe_groups,
      ([0], 0, [("hidden", 29), ("read", 0)], [("nope", 30, NO_OPS), ("own", 0, 8 | 64 | 256)])),
     ("alice", wire.elect_leaders, (31, [31])),
+    # Transactions: the id's WRITE first; AddPartitionsToTxn: topics before existence, never an
+    # internal topic (not even for a super user), the rest OPERATION_NOT_ATTEMPTED (55); v4 is
+    # for brokers (CLUSTER_ACTION); then the group's and the topics' READ; markers are brokers'.
+    ("alice", wire.transactions, {
+        "init": 0, "add refused": [55, 29, 29], "add internal": [55, 29], "add v4": 31,
+        "add": [0], "offsets refused": 30, "offsets": 0, "txn offset commit": [29, 0],
+        "markers": 31, "end": 0, "admin add internal": [55, 29]}),
+    ("bob", wire.transactions_refused, {"init": 53, "add": [53], "offsets": 53,
+                                        "txn offset commit": 53, "end": 53}),
 ]
 
 

@@ -485,7 +485,8 @@ async fn dispatch_authorized(
             body(write_txn_markers::handle(broker, r, &request.newer))
         }
         RequestKind::AddPartitionsToTxn(r) => {
-            body(add_partitions_to_txn::handle(broker, r, version))
+            let writable = |topic: &str| authz.topic(Operation::Write, topic);
+            body(add_partitions_to_txn::handle(broker, r, version, &writable))
         }
         RequestKind::AddOffsetsToTxn(r) => {
             body(add_partitions_to_txn::add_offsets(broker, r, version))
@@ -493,6 +494,7 @@ async fn dispatch_authorized(
         RequestKind::EndTxn(r) => body(end_txn::handle(broker, r, version)),
         RequestKind::TxnOffsetCommit(r) => body(txn_offset_commit::handle(
             broker,
+            authz,
             r,
             version,
             &request.newer,

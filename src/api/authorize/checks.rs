@@ -46,7 +46,7 @@ pub(crate) fn before(
     if let Some(checked) = groups::before(authz, request, version) {
         return checked;
     }
-    if let Some(checked) = transactions::before(authz, request) {
+    if let Some(checked) = transactions::before(authz, request, version) {
         return checked;
     }
     if let Some(refused) = cluster::refused(authz, request) {

@@ -1,12 +1,16 @@
-//! Kafka's checks of the producer and transaction APIs (`KafkaApis`): InitProducerId, and what
-//! `kafka-transactions` asks (DescribeProducers, DescribeTransactions, ListTransactions).
-//! Called by `checks::before` and `checks::after`.
+//! Kafka's checks of the producer and transaction APIs (`KafkaApis`): InitProducerId, the
+//! request-level checks of AddPartitionsToTxn (TRANSACTIONAL_ID WRITE from clients, v0-3;
+//! CLUSTER_ACTION from brokers, v4+), AddOffsetsToTxn (TRANSACTIONAL_ID WRITE, then group READ),
+//! EndTxn (TRANSACTIONAL_ID WRITE) and WriteTxnMarkers (CLUSTER ALTER or CLUSTER_ACTION), and
+//! what `kafka-transactions` asks (DescribeProducers, DescribeTransactions, ListTransactions).
+//! Called by `checks::before` and `checks::after`. Produce's, AddPartitionsToTxn's per-topic
+//! and TxnOffsetCommit's checks are in their handlers, which resolve the topics first.
 
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use super::denied::{Denied, CLUSTER_DENIED, TOPIC_DENIED, TXN_DENIED};
+use super::denied::{Denied, CLUSTER_DENIED, GROUP_DENIED, TOPIC_DENIED, TXN_DENIED};
 use super::Authz;
 use crate::api::errors::code;
 use crate::api::{body, Reply};
@@ -18,10 +22,39 @@ use Operation::*;
 pub(super) fn before(
     authz: &Authz<'_>,
     request: &mut RequestKind,
+    version: i16,
 ) -> Option<Result<Denied, Reply>> {
     let denied = match request {
         RequestKind::InitProducerId(r) => {
             return Some(init_producer_id(authz, r).map_or(Ok(Denied::Nothing), Err));
+        }
+        RequestKind::AddPartitionsToTxn(r) => {
+            return Some(add_partitions(authz, r, version).map_or(Ok(Denied::Nothing), Err));
+        }
+        RequestKind::AddOffsetsToTxn(r) => {
+            let error = if !authz.transactional_id(Write, &r.transactional_id) {
+                TXN_DENIED
+            } else if !authz.group(Read, &r.group_id) {
+                GROUP_DENIED
+            } else {
+                return Some(Ok(Denied::Nothing));
+            };
+            return Some(Err(body(
+                AddOffsetsToTxnResponse::default().with_error_code(code(error)),
+            )));
+        }
+        RequestKind::EndTxn(r) if !authz.transactional_id(Write, &r.transactional_id) => {
+            return Some(Err(body(
+                EndTxnResponse::default()
+                    .with_error_code(code(TXN_DENIED))
+                    .with_producer_id(ProducerId(-1))
+                    .with_producer_epoch(-1),
+            )));
+        }
+        RequestKind::WriteTxnMarkers(r)
+            if !authz.cluster(Alter) && !authz.cluster(ClusterAction) =>
+        {
+            return Some(Err(body(write_txn_markers_refused(r))));
         }
         RequestKind::DescribeProducers(r) => describe_producers(authz, r),
         RequestKind::DescribeTransactions(r) => {
@@ -44,6 +77,79 @@ pub(super) fn before(
         _ => return None,
     };
     Some(Ok(denied))
+}
+
+/// From clients (v0-3): WRITE on the transactional id, else every partition is refused. From
+/// brokers (v4+): CLUSTER_ACTION, else the whole request.
+fn add_partitions(authz: &Authz<'_>, r: &AddPartitionsToTxnRequest, version: i16) -> Option<Reply> {
+    use add_partitions_to_txn_response::{
+        AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
+    };
+    if version >= 4 {
+        return (!authz.cluster(ClusterAction)).then(|| {
+            body(AddPartitionsToTxnResponse::default().with_error_code(code(CLUSTER_DENIED)))
+        });
+    }
+    if authz.transactional_id(Write, &r.v3_and_below_transactional_id) {
+        return None;
+    }
+    let results = r
+        .v3_and_below_topics
+        .iter()
+        .map(|t| {
+            let partitions = t
+                .partitions
+                .iter()
+                .map(|&p| {
+                    AddPartitionsToTxnPartitionResult::default()
+                        .with_partition_index(p)
+                        .with_partition_error_code(code(TXN_DENIED))
+                })
+                .collect();
+            AddPartitionsToTxnTopicResult::default()
+                .with_name(t.name.clone())
+                .with_results_by_partition(partitions)
+        })
+        .collect();
+    Some(body(
+        AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(results),
+    ))
+}
+
+/// Kafka's error response to WriteTxnMarkers: CLUSTER_AUTHORIZATION_FAILED on every partition
+/// of every marker.
+fn write_txn_markers_refused(r: &WriteTxnMarkersRequest) -> WriteTxnMarkersResponse {
+    use write_txn_markers_response::{
+        WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
+    };
+    let markers = r
+        .markers
+        .iter()
+        .map(|m| {
+            let topics = m
+                .topics
+                .iter()
+                .map(|t| {
+                    let partitions = t
+                        .partition_indexes
+                        .iter()
+                        .map(|&p| {
+                            WritableTxnMarkerPartitionResult::default()
+                                .with_partition_index(p)
+                                .with_error_code(code(CLUSTER_DENIED))
+                        })
+                        .collect();
+                    WritableTxnMarkerTopicResult::default()
+                        .with_name(t.name.clone())
+                        .with_partitions(partitions)
+                })
+                .collect();
+            WritableTxnMarkerResult::default()
+                .with_producer_id(m.producer_id)
+                .with_topics(topics)
+        })
+        .collect();
+    WriteTxnMarkersResponse::default().with_markers(markers)
 }
 
 /// With a transactional id: TRANSACTIONAL_ID WRITE. Without (an idempotent producer, KIP-679):

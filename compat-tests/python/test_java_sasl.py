@@ -14,13 +14,8 @@ from kafka_tools import run_class
 from tls_certs import make_certs
 
 PASSWORD = "changeit"
-
-
-def config_command():
-    """kafka-configs' class: kafka.admin.ConfigCommand up to Kafka 4.3, in kafka-tools since."""
-    probe = run_class("org.apache.kafka.tools.ConfigCommand", "--version", timeout_s=60)
-    return "kafka.admin.ConfigCommand" if "Could not find or load main class" in probe.stderr \
-        else "org.apache.kafka.tools.ConfigCommand"
+# kafka-configs' class in Kafka 4.4's jars (kafka-tools; kafka_2.13 has no ConfigCommand).
+CONFIG_COMMAND = "org.apache.kafka.tools.ConfigCommand"
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
               'password="admin-secret" user_admin="admin-secret";')
 
@@ -69,7 +64,7 @@ def scram_jaas(user, password):
 def test_scram_user_made_with_kafka_configs_produces_and_consumes(sasl_ssl, certs, tmp_path):
     admin = client_config(tmp_path, certs, "PLAIN", 'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret";')
     user = unique("carol")
-    command = config_command()
+    command = CONFIG_COMMAND
     res = run_class(command, "--bootstrap-server", sasl_ssl.bootstrap,
                     "--command-config", admin, "--alter", "--entity-type", "users", "--entity-name", user,
                     "--add-config", "SCRAM-SHA-512=[iterations=8192,password=carol-secret]", timeout_s=120)

@@ -315,14 +315,15 @@ def rdk(args, timeout):
     return json.loads(out.strip().splitlines()[-1])
 
 
-def c_produce(b, topic, n, timeout=300):
+def c_produce(b, topic, n, timeout=300, extra=(), tool=None):
     """rdkafka_performance -P: n records of RECORD bytes, acks=all, librdkafka's defaults
-    otherwise (linger.ms 5, batches up to 1 MB), to random partitions. -> {"mb_s", "bytes"}"""
+    otherwise (linger.ms 5, batches up to 1 MB), to random partitions; `extra` are more
+    arguments (-X settings). -> {"mb_s", "bytes"}"""
     # A local queue large enough for the whole run: on a full queue rdkafka_performance sleeps
     # 10 ms, which would time the generator's back-off rather than the broker.
-    _, out, err = run([RDK_PERF, "-P", "-t", topic, "-b", b.bootstrap, "-s", str(RECORD),
+    _, out, err = run([tool or RDK_PERF, "-P", "-t", topic, "-b", b.bootstrap, "-s", str(RECORD),
                        "-c", str(n), "-a", "-1", "-X", "queue.buffering.max.messages=10000000",
-                       "-X", "queue.buffering.max.kbytes=2097151"], timeout)
+                       "-X", "queue.buffering.max.kbytes=2097151", *extra], timeout)
     # It prints a line every second; the last is the summary.
     m = ([None] + list(PERF_PRODUCED.finditer(out + err)))[-1]
     if not m or int(m[3]) != n or int(m[4]) != 0:
@@ -331,12 +332,14 @@ def c_produce(b, topic, n, timeout=300):
     return {"mb_s": nbytes / 1e6 / (ms / 1000), "bytes": nbytes}
 
 
-def c_consume(b, topic, partitions, n, timeout=300):
+def c_consume(b, topic, partitions, n, timeout=300, extra=(), tool=None):
     """rdkafka_performance -C over every partition from the start, C_CONSUME_PASSES times, n
-    records each. -> {"mb_s", "bytes"} over all passes."""
+    records each; `extra` are more arguments (-X settings). -> {"mb_s", "bytes"} over all
+    passes."""
     total_bytes, total_ms = 0, 0
     for _ in range(C_CONSUME_PASSES):
-        args = [RDK_PERF, "-C", "-t", topic, "-b", b.bootstrap, "-o", "beginning", "-c", str(n)]
+        args = [tool or RDK_PERF, "-C", "-t", topic, "-b", b.bootstrap, "-o", "beginning",
+                "-c", str(n), *extra]
         for p in range(partitions):
             args += ["-p", str(p)]
         _, out, err = run(args, timeout)

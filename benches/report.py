@@ -287,8 +287,22 @@ def main():
         parts += [f"![throughput and latency]({os.path.basename(png_path)})", ""]
     if errors:
         parts += ["## Errors during the run", ""] + [f"- {e}" for e in errors] + [""]
+    parts += [tls_section(md_path)]
     with open(md_path, "w") as f:
         f.write("\n".join(parts))
+
+
+def tls_section(md_path):
+    """The TLS section benches/tls.py wrote into RESULTS.md, kept as it is."""
+    try:
+        with open(md_path) as f:
+            md = f.read()
+    except OSError:
+        return ""
+    begin, end = "<!-- tls: written by benches/tls.py -->", "<!-- /tls -->"
+    if begin not in md or end not in md:
+        return ""
+    return begin + md.split(begin, 1)[1].split(end, 1)[0] + end + "\n"
 
 
 if __name__ == "__main__":

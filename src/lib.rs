@@ -32,6 +32,7 @@ pub mod producer;
 pub mod protocol;
 pub mod quota;
 pub mod record_batch;
+pub mod security;
 pub mod server;
 pub mod storage;
 pub mod time;

@@ -60,7 +60,9 @@ const FORBIDDEN_EDGES: &[Forbidden] = &[
 const LAYERS: &[&[&str]] = &[
     &["alloc_guard", "metrics", "time"],
     &["config", "disk", "record_batch"],
-    &["group", "log", "producer", "protocol", "quota", "txn"],
+    &[
+        "group", "log", "producer", "protocol", "quota", "security", "txn",
+    ],
     &["storage"],
     &["api"],
     &["network"],

@@ -422,19 +422,20 @@ async fn a_classic_member_that_does_not_rejoin_or_sync_in_time_is_fenced() {
     let mut client = broker.client().await;
     create_topic(&mut client, "t", 4).await;
     let (mut ca, mut cb) = (broker.client().await, broker.client().await);
-    let (a, b) = classic_pair_with(&mut ca, &mut cb, "g", 1_000).await;
+    let (a, b) = classic_pair_with(&mut ca, &mut cb, "g", 3_000).await;
     assert_eq!(
         send(&mut client, &consumer_join("g", "c", &["t"]))
             .await
             .error_code,
         0
     );
-    // A is told to rejoin and does not within its rebalance timeout (1 s); B rejoins but never
-    // syncs within the rebalance timeout of its JoinGroup.
+    // A is told to rejoin and does not within its rebalance timeout (3 s: long enough for the
+    // pair to form on a loaded machine); B rejoins but never syncs within the rebalance timeout
+    // of its JoinGroup.
     assert_eq!(cl::heartbeat(&mut ca, "g", &a, 1).await, 27);
-    let rejoin = cl::join_request("g", &b, &["t"], &t(&[2, 3])).with_rebalance_timeout_ms(1_000);
+    let rejoin = cl::join_request("g", &b, &["t"], &t(&[2, 3])).with_rebalance_timeout_ms(3_000);
     assert_eq!(cl::join(&mut cb, &rejoin).await.error_code, 0);
-    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    tokio::time::sleep(std::time::Duration::from_millis(4_500)).await;
     let d = describe(&mut client, "g").await;
     let left: Vec<&str> = d.members.iter().map(|m| m.member_id.as_str()).collect();
     assert_eq!(left, vec!["c"], "A and B were fenced");

@@ -36,6 +36,7 @@ const KAFKA_3_6: &[(i16, i16, i16)] = &[
     (14, 0, 5), // SyncGroup
     (15, 0, 5), // DescribeGroups
     (16, 0, 4), // ListGroups
+    (17, 0, 1), // SaslHandshake
     (18, 0, 3), // ApiVersions
     (19, 2, 7), // CreateTopics
     (20, 1, 6), // DeleteTopics
@@ -52,6 +53,7 @@ const KAFKA_3_6: &[(i16, i16, i16)] = &[
     (32, 1, 4), // DescribeConfigs
     (33, 0, 2), // AlterConfigs
     (35, 1, 4), // DescribeLogDirs
+    (36, 0, 2), // SaslAuthenticate
     (37, 0, 3), // CreatePartitions
     (42, 0, 2), // DeleteGroups
     (43, 0, 2), // ElectLeaders
@@ -60,6 +62,7 @@ const KAFKA_3_6: &[(i16, i16, i16)] = &[
     (48, 0, 1), // DescribeClientQuotas
     (49, 0, 1), // AlterClientQuotas
     (50, 0, 0), // DescribeUserScramCredentials
+    (51, 0, 0), // AlterUserScramCredentials
     (60, 0, 0), // DescribeCluster
     (61, 0, 0), // DescribeProducers
     (65, 0, 0), // DescribeTransactions

@@ -27,7 +27,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 COMPAT = HERE.parent
 sys.path.insert(0, str(COMPAT / "python"))
-from brokers import Broker  # noqa: E402  (stdlib only; shared with the Python suite)
+from brokers import Broker, free_port  # noqa: E402  (stdlib only; shared with the Python suite)
 from suite_results import finish, read_allow  # noqa: E402
 
 TEST_TIMEOUT_S = int(os.environ.get("FRANZ_GO_TEST_TIMEOUT_S", "240"))
@@ -87,6 +87,39 @@ def reason_from(output: str, name: str):
     return " | ".join(picked[-3:])[:500]
 
 
+# The SASL tests get a second listener (SASL_PLAINTEXT, SCRAM-SHA-256 and OAUTHBEARER with
+# Kafka's unsecured validator) and the env vars that point the tests at it; the SCRAM user is
+# made with kafka-configs over the PLAINTEXT listener. On sluice each SASL test has its own
+# broker; against Kafka the one broker of the run has the second listener too.
+SASL_TESTS = {"TestSCRAMAuth", "TestSCRAMAuthBadCredentials", "TestOAuthAuth"}
+SCRAM_USER, SCRAM_PASSWORD = "kgo", "kgo-secret"
+
+
+def sasl_broker(kind, root, sluice_bin=None):
+    """A started broker with the SASL listener, and that listener's address."""
+    b = Broker(kind, root=root, sluice_bin=sluice_bin)
+    sasl_port = free_port()
+    b.overrides.update({
+        "listeners": f"PLAINTEXT://127.0.0.1:{b.port},SASL://127.0.0.1:{sasl_port}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-256,OAUTHBEARER",
+        "listener.name.sasl.scram-sha-256.sasl.jaas.config":
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+        "listener.name.sasl.oauthbearer.sasl.jaas.config":
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
+    })
+    b.start()
+    res = subprocess.run([str(COMPAT / "kafka" / "run-class.sh"), "org.apache.kafka.tools.ConfigCommand",
+                          "--bootstrap-server", b.bootstrap, "--alter", "--entity-type", "users",
+                          "--entity-name", SCRAM_USER, "--add-config",
+                          f"SCRAM-SHA-256=[iterations=8192,password={SCRAM_PASSWORD}]"],
+                         capture_output=True, text=True, timeout=120)
+    if res.returncode != 0:
+        b.stop()
+        raise RuntimeError(f"kafka-configs could not add the SCRAM user: {res.stdout}{res.stderr}"[-300:])
+    return b, f"127.0.0.1:{sasl_port}"
+
+
 class Run:
     def __init__(self, args):
         self.args = args
@@ -96,6 +129,8 @@ class Run:
         self.logs.mkdir(parents=True)
         self.work = Path(tempfile.mkdtemp(prefix=f"kgo-{args.broker}-"))
         self.kafka = None
+        self.kafka_sasl_seeds = None
+        self.sasl_seeds = {}
         self.kafka_lock = threading.Lock()
         self.print_lock = threading.Lock()
 
@@ -103,8 +138,13 @@ class Run:
         if self.args.broker == "kafka":
             with self.kafka_lock:
                 if self.kafka is None:
-                    self.kafka = Broker("kafka", root=self.work / "kafka").start()
+                    self.kafka, self.kafka_sasl_seeds = sasl_broker("kafka", self.work / "kafka")
+                if name in SASL_TESTS:
+                    self.sasl_seeds[name] = self.kafka_sasl_seeds
                 return self.kafka, False
+        if name in SASL_TESTS:
+            b, self.sasl_seeds[name] = sasl_broker("sluice", self.work / name, self.args.sluice)
+            return b, True
         b = Broker("sluice", root=self.work / name, sluice_bin=self.args.sluice)
         return b.start(), True
 
@@ -119,6 +159,10 @@ class Run:
         for k in ("KGO_TEST_TLS", "KGO_TEST_SCRAM", "KGO_TEST_SCRAM_SEEDS", "KGO_TEST_OAUTH_SEEDS",
                   "KGO_TEST_UNSAFE", "KGO_TEST_CHAOS"):
             env.pop(k, None)
+        if name in self.sasl_seeds:
+            env.update(KGO_TEST_SCRAM=f"{SCRAM_USER}:{SCRAM_PASSWORD}",
+                       KGO_TEST_SCRAM_SEEDS=self.sasl_seeds[name],
+                       KGO_TEST_OAUTH_SEEDS=self.sasl_seeds[name])
         pattern = f"^{name}$"
         if name in PRIMED:
             pattern = f"^({PRIMED[name]}|{name})$"

@@ -6,6 +6,10 @@
 # it again on the same <dir> restarts Kafka on its existing data. Extra key=value pairs are
 # passed to kafka.Kafka as --override key=value on this start (like sluice's --override).
 # Prints the pid on stdout once the port accepts connections. Stop it with stop-kafka.sh <dir>.
+# A `listeners=...` pair replaces the client listeners (it must still have PLAINTEXT on <port>):
+# the script adds its controller listener, and advertises the given ones unless
+# `advertised.listeners=...` is given too; name each extra listener's protocol in a
+# `listener.security.protocol.map=...` pair (with CONTROLLER:PLAINTEXT).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 [ $# -ge 2 ] || { echo "usage: $0 <port> <dir> [key=value ...]" >&2; exit 2; }
@@ -43,8 +47,19 @@ PROPS
   "$here/run-class.sh" kafka.tools.StorageTool format --standalone -t "$cluster_id" \
     -c "$dir/server.properties" >&2
 fi
-overrides=()
-for kv in "$@"; do overrides+=(--override "$kv"); done
+overrides=() listeners="" advertised=0
+for kv in "$@"; do
+  case "$kv" in
+    listeners=*) listeners="${kv#listeners=}" ;;
+    advertised.listeners=*) advertised=1; overrides+=(--override "$kv") ;;
+    *) overrides+=(--override "$kv") ;;
+  esac
+done
+if [ -n "$listeners" ]; then
+  cport="$(sed -n 's/^controller.quorum.bootstrap.servers=127.0.0.1:\([0-9]*\)$/\1/p' "$dir/server.properties")"
+  overrides+=(--override "listeners=$listeners,CONTROLLER://127.0.0.1:$cport")
+  [ "$advertised" = 1 ] || overrides+=(--override "advertised.listeners=$listeners")
+fi
 
 KAFKA_HEAP_OPTS="${KAFKA_HEAP_OPTS:--Xmx1g -Xms1g}" KAFKA_LOG_LEVEL="${KAFKA_LOG_LEVEL:-INFO}" \
   nohup "$here/run-class.sh" kafka.Kafka "$dir/server.properties" "${overrides[@]}" >> "$dir/kafka.out" 2>&1 < /dev/null &

@@ -29,14 +29,45 @@ COMPAT = HERE.parent
 sys.path.insert(0, str(COMPAT / "python"))
 from brokers import Broker  # noqa: E402  (stdlib only; shared with the Python suite)
 from suite_results import finish, read_allow  # noqa: E402
+from tls_certs import make_certs, openssl  # noqa: E402
 
 KAFKA_LIBS = COMPAT / ".cache" / "kafka" / "libs"
 # What test.c's TEST_BRKVER checks compare with; the reference broker is Apache Kafka 4.4.0.
 BROKER_VERSION = "4.4.0"
 # As in librdkafka's trivup scenarios (tests/scenarios/default.json): 4 partitions per
-# auto-created topic. Everything else keeps the broker's defaults.
-BROKER_OVERRIDES = {"num.partitions": "4"}
-SCENARIO_OVERRIDES = {"default": {}, "noautocreate": {"auto.create.topics.enable": "false"}}
+# auto-created topic; and as librdkafka's trivup cluster runs its brokers, with an authorizer
+# that allows everyone until a test adds ACLs (the ACL tests add them with kafka-acls.sh).
+# Everything else keeps the broker's defaults.
+BROKER_OVERRIDES = {
+    "num.partitions": "4",
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "allow.everyone.if.no.acl.found": "true",
+}
+SCENARIO_OVERRIDES = {
+    "default": {},
+    "noautocreate": {"auto.create.topics.enable": "false"},
+    # SASL tests: the listener named PLAINTEXT speaks SASL_PLAINTEXT with PLAIN users, as the
+    # runner's trivup SASL setups do; test.conf carries the client's sasl.* (SCENARIO_CONF).
+    "sasl": {
+        "listener.security.protocol.map": "PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "listener.name.plaintext.plain.sasl.jaas.config":
+            'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+            'password="admin-secret" user_admin="admin-secret" user_testuser="testpass";',
+    },
+}
+SCENARIO_CONF = {"sasl": "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                         "sasl.username=testuser\nsasl.password=testpass\n"}
+# The SSL scenario (`Run.ssl`): the listener named PLAINTEXT speaks SSL and requires client
+# certificates, as trivup's SSL clusters do; its broker settings, test.conf lines and the
+# runner's SSL_* environment are made with the certificates when the run starts.
+SCENARIO_OVERRIDES["ssl"] = {}
+# Scenarios of librdkafka's own (passed to test-runner with -s); the others are this harness's.
+RUNNER_SCENARIOS = {"noautocreate"}
+# Tests that run in a scenario of this harness instead of their own.
+TEST_SCENARIO = {"0135_sasl_credentials": "sasl", "0097_ssl_verify": "ssl"}
+SSL_PASSWORD = "use_strong_password_keystore_client"
 # Tests that bundle many broker APIs run once per sub-test (test-runner's SUBTESTS filter, a
 # substring of the sub-test's function name), so that one API's failure does not hide the others.
 # Their results are named "<test>/<sub-test function>".
@@ -102,6 +133,8 @@ def exclusion(test):
 
 
 def scenario_of(test):
+    if test["runner_name"] in TEST_SCENARIO:
+        return TEST_SCENARIO[test["runner_name"]]
     return next(s for s in test["scenario"].split(",") if s in SCENARIO_OVERRIDES)
 
 
@@ -145,6 +178,48 @@ class Run:
         self.kafka = {}  # scenario -> Broker, shared by the whole run
         self.kafka_lock = threading.Lock()
         self.print_lock = threading.Lock()
+        self.ssl_lock = threading.Lock()
+        self.ssl_setup = None
+
+    def ssl(self):
+        """The SSL scenario's (broker overrides, test.conf lines, SSL_* environment), made once:
+        a CA, the broker's PKCS12 key store, and the client's key and certificate in each form
+        0097_ssl_verify loads them in (trivup's names: SSL_pkcs, SSL_pub_der, SSL_pub_pem,
+        SSL_priv_der, SSL_priv_pem, SSL_ca_der, SSL_all_cas_pem, SSL_password)."""
+        with self.ssl_lock:
+            if self.ssl_setup:
+                return self.ssl_setup
+            d = self.work / "ssl"
+            d.mkdir()
+            make_certs(d, SSL_PASSWORD)
+            pw = f"pass:{SSL_PASSWORD}"
+            openssl("pkcs8", "-topk8", "-v2", "aes-256-cbc", "-in", "alice.key", "-out",
+                    "client.key.pem", "-passout", pw, cwd=d)
+            openssl("pkey", "-in", "alice.key", "-outform", "DER", "-out", "client.key.der", cwd=d)
+            openssl("x509", "-in", "alice.pem", "-outform", "DER", "-out", "client.der", cwd=d)
+            openssl("x509", "-in", "ca.pem", "-outform", "DER", "-out", "ca.der", cwd=d)
+            # SSL_all_cas_pem holds several CAs: an unrelated one, then the one that signed.
+            openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "other-ca.key",
+                    "-out", "other-ca.pem", "-days", "2", "-subj", "/CN=another CA", cwd=d)
+            (d / "all-cas.pem").write_text((d / "other-ca.pem").read_text() + (d / "ca.pem").read_text())
+            overrides = {
+                "listener.security.protocol.map": "PLAINTEXT:SSL,CONTROLLER:PLAINTEXT",
+                "ssl.keystore.type": "PKCS12",
+                "ssl.keystore.location": str(d / "broker.p12"),
+                "ssl.keystore.password": SSL_PASSWORD,
+                "ssl.truststore.type": "PEM",
+                "ssl.truststore.location": str(d / "ca.pem"),
+                "ssl.client.auth": "required",
+            }
+            conf = (f"security.protocol=SSL\nssl.ca.location={d / 'ca.pem'}\n"
+                    f"ssl.certificate.location={d / 'alice.pem'}\n"
+                    f"ssl.key.location={d / 'client.key.pem'}\nssl.key.password={SSL_PASSWORD}\n")
+            env = {"SSL_pkcs": d / "alice.p12", "SSL_pub_der": d / "client.der",
+                   "SSL_pub_pem": d / "alice.pem", "SSL_priv_der": d / "client.key.der",
+                   "SSL_priv_pem": d / "client.key.pem", "SSL_ca_der": d / "ca.der",
+                   "SSL_all_cas_pem": d / "all-cas.pem", "SSL_password": SSL_PASSWORD}
+            self.ssl_setup = (overrides, conf, {k: str(v) for k, v in env.items()})
+            return self.ssl_setup
 
     def make_kafka_path(self):
         """A stand-in for the Kafka distribution some tests expect in KAFKA_PATH: bin/kafka-topics.sh,
@@ -170,6 +245,8 @@ class Run:
 
     def broker_for(self, scenario, tag):
         overrides = dict(BROKER_OVERRIDES, **SCENARIO_OVERRIDES[scenario])
+        if scenario == "ssl":
+            overrides.update(self.ssl()[0])
         if self.args.broker == "kafka":
             with self.kafka_lock:
                 if scenario not in self.kafka:
@@ -191,7 +268,9 @@ class Run:
                     for n in names}
         conf = self.work / f"{tag}.conf"
         conf.write_text(f"bootstrap.servers={broker.bootstrap}\ntest.topic.random=true\n"
-                        f"test.timeout.multiplier={self.args.timeout_multiplier}\n")
+                        f"test.timeout.multiplier={self.args.timeout_multiplier}\n"
+                        + SCENARIO_CONF.get(scenario, "")
+                        + (self.ssl()[1] if scenario == "ssl" else ""))
         report = self.work / f"{tag}.json"
         env = {k: v for k, v in os.environ.items() if k not in ("CI", "TESTS", "SUBTESTS", "TESTS_SKIP")}
         if subtest:
@@ -200,13 +279,17 @@ class Run:
                    TEST_REPORT=str(report), RDKAFKA_GITVER=self.args.version,
                    LD_LIBRARY_PATH=f"{self.tree / 'src'}:{self.tree / 'src-cpp'}",
                    KAFKA_PATH=str(self.kafka_path), BROKERS=broker.bootstrap)
+        for k in [k for k in env if k.startswith("SSL_")]:
+            del env[k]
+        if scenario == "ssl":
+            env.update(self.ssl()[2])
         # stdbuf: test-runner prints its summary table with printf, which a failing test's
         # abort() would otherwise lose from the pipe's buffer.
         # Quick mode (-Q) skips every sub-test not marked quick; the tests in FULL_MODE have
         # their broker checks only in such sub-tests, so they run in full.
         quick = [] if set(names) & FULL_MODE else ["-Q"]
         cmd = ["stdbuf", "-oL", str(self.runner), *quick, "-L", "-p1"]
-        if scenario != "default":
+        if scenario in RUNNER_SCENARIOS:
             cmd += ["-s", scenario]
         log = self.logs / f"{tag}.log"
         with open(log, "wb") as out:

@@ -141,11 +141,11 @@ class Message:
 
     def _default(self, f):
         t = f["type"]
-        if t.startswith("[]"):
-            return []
         d = f.get("default")
         if d == "null":
             return None
+        if t.startswith("[]"):
+            return []
         if t in PRIMITIVES:
             return int(d, 0) if isinstance(d, str) else (d if d is not None else 0)
         if t == "bool":
@@ -306,6 +306,17 @@ class Connection:
 
     def close(self):
         self.sock.close()
+
+    def sasl_plain(self, user, password):
+        """Logs in with SASL/PLAIN: SaslHandshake v1, then SaslAuthenticate v2 (raises if
+        either fails)."""
+        hs = self.request("SaslHandshake", 1, {"Mechanism": "PLAIN"})
+        if hs["ErrorCode"]:
+            raise ConnectionError(f"SaslHandshake: error {hs['ErrorCode']}")
+        auth = self.request("SaslAuthenticate", 2, {"AuthBytes": f"\0{user}\0{password}".encode()})
+        if auth["ErrorCode"]:
+            raise ConnectionError(f"SaslAuthenticate: error {auth['ErrorCode']} {auth['ErrorMessage']}")
+        return self
 
     def send_raw(self, api_key, version, body, flexible_header):
         """Sends one request with the given body bytes; -> the response's bytes after its

@@ -8,7 +8,8 @@ import sys
 root = pathlib.Path(__file__).resolve().parents[2]
 readme = (root / "README.md").read_text()
 section = readme[readme.index("### Testcontainers"):]
-section = section[: section.index("\n## ")]
+# The section ends at the next heading of its level or above.
+section = section[: re.search(r"\n#{2,3} ", section).start()]
 here = root / "compat-tests" / "testcontainers"
 sources = {
     "java": here / "java/src/test/java/sluice/KafkaContainerTest.java",

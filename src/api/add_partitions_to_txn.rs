@@ -4,7 +4,10 @@
 //! partition not in it), as brokers ask their coordinators for KIP-890's produce verification.
 //!
 //! A partition that does not exist fails the whole transaction's request, as in Kafka: it gets
-//! UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED, and nothing is added.
+//! UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED, and nothing is added. So
+//! does, from clients (v0-3), a topic the caller may not write or an internal one (Kafka never
+//! adds those): TOPIC_AUTHORIZATION_FAILED, checked before existence. The transactional id's
+//! WRITE (v0-3) and the cluster's CLUSTER_ACTION (v4+) are checked before, in `authorize`.
 //! PRODUCER_FENCED is answered INVALID_PRODUCER_EPOCH to versions that do not know it (below v2
 //! for both APIs).
 
@@ -24,25 +27,33 @@ use kafka_protocol::ResponseError;
 use super::errors::{code, NONE};
 use super::Broker;
 use crate::storage::consumer_offsets::{partition_for, CONSUMER_OFFSETS_TOPIC};
+use crate::storage::transaction_state::TRANSACTION_STATE_TOPIC;
 use crate::txn::{PartitionCheck, TV_0};
 
 /// Each topic's partitions, deduplicated and in order.
 type Partitions = BTreeMap<String, Vec<i32>>;
 
+/// `writable` says which topics the caller may add (WRITE; v0-3 only).
 pub fn handle(
     broker: &Broker,
     request: AddPartitionsToTxnRequest,
     version: i16,
+    writable: &dyn Fn(&str) -> bool,
 ) -> AddPartitionsToTxnResponse {
     if version < 4 {
+        let refused = |topic: &str| {
+            topic == CONSUMER_OFFSETS_TOPIC || topic == TRANSACTION_STATE_TOPIC || !writable(topic)
+        };
         let result = add_one(
             broker,
-            request.v3_and_below_transactional_id.as_str(),
-            request.v3_and_below_producer_id.0,
-            request.v3_and_below_producer_epoch,
+            (
+                request.v3_and_below_transactional_id.as_str(),
+                request.v3_and_below_producer_id.0,
+                request.v3_and_below_producer_epoch,
+            ),
             false,
             &request.v3_and_below_topics,
-            version,
+            (version, &refused),
         );
         return AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(result);
     }
@@ -52,12 +63,14 @@ pub fn handle(
         .map(|txn| {
             let topic_results = add_one(
                 broker,
-                txn.transactional_id.as_str(),
-                txn.producer_id.0,
-                txn.producer_epoch,
+                (
+                    txn.transactional_id.as_str(),
+                    txn.producer_id.0,
+                    txn.producer_epoch,
+                ),
                 txn.verify_only,
                 &txn.topics,
-                version,
+                (version, &|_: &str| false),
             );
             AddPartitionsToTxnResult::default()
                 .with_transactional_id(txn.transactional_id.clone())
@@ -67,15 +80,14 @@ pub fn handle(
     AddPartitionsToTxnResponse::default().with_results_by_transaction(results)
 }
 
-/// One transaction's partitions: each answered with its own code.
+/// One transaction's partitions (its id, producer id and epoch): each answered with its own
+/// code. `refused` names the topics the caller may not add.
 fn add_one(
     broker: &Broker,
-    transactional_id: &str,
-    producer_id: i64,
-    producer_epoch: i16,
+    (transactional_id, producer_id, producer_epoch): (&str, i64, i16),
     verify_only: bool,
     topics: &[AddPartitionsToTxnTopic],
-    version: i16,
+    (version, refused): (i16, &dyn Fn(&str) -> bool),
 ) -> Vec<AddPartitionsToTxnTopicResult> {
     let mut requested = Partitions::new();
     for topic in topics {
@@ -92,10 +104,12 @@ fn add_one(
     };
     if requested
         .iter()
-        .any(|(topic, partitions)| partitions.iter().any(|p| !exists(topic, *p)))
+        .any(|(topic, partitions)| refused(topic) || partitions.iter().any(|p| !exists(topic, *p)))
     {
         return answer(&requested, |topic, partition| {
-            if exists(topic, partition) {
+            if refused(topic) {
+                code(ResponseError::TopicAuthorizationFailed)
+            } else if exists(topic, partition) {
                 code(ResponseError::OperationNotAttempted)
             } else {
                 code(ResponseError::UnknownTopicOrPartition)

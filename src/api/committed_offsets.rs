@@ -30,6 +30,20 @@ use super::Broker;
 /// The first version that names topics by id.
 const TOPIC_IDS_FROM: i16 = 10;
 
+/// From v10, names each topic of a commit after the topic its id names, before authorization
+/// (as Kafka resolves the ids first), so that the ACLs checked are the topic's. An id that names
+/// no topic keeps its empty name; `offset_commit` answers it UNKNOWN_TOPIC_ID.
+pub fn name_commit_topics(broker: &Broker, request: &mut OffsetCommitRequest, version: i16) {
+    if version < TOPIC_IDS_FROM {
+        return;
+    }
+    for topic in &mut request.topics {
+        if let Some(name) = topic_name(broker, topic.topic_id) {
+            topic.name = name;
+        }
+    }
+}
+
 pub fn offset_commit(
     broker: &Broker,
     mut request: OffsetCommitRequest,

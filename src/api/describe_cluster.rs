@@ -4,7 +4,7 @@ use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::Broker;
+use super::{Broker, Session};
 
 /// Every cluster operation (ALTER, ALTER_CONFIGS, CLUSTER_ACTION, CREATE, DESCRIBE,
 /// DESCRIBE_CONFIGS, IDEMPOTENT_WRITE): there are no ACLs.
@@ -13,6 +13,7 @@ const ALL_CLUSTER_OPERATIONS: i32 =
 
 pub fn handle(
     broker: &Broker,
+    session: &Session,
     request: DescribeClusterRequest,
     version: i16,
 ) -> DescribeClusterResponse {
@@ -20,9 +21,14 @@ pub fn handle(
     let node = DescribeClusterBroker::default()
         .with_broker_id(BrokerId(config.node_id))
         .with_host(StrBytes::from_string(
-            config.advertised_listener.host.clone(),
+            broker.config.listeners[session.listener]
+                .advertised
+                .host
+                .clone(),
         ))
-        .with_port(i32::from(config.advertised_listener.port));
+        .with_port(i32::from(
+            broker.config.listeners[session.listener].advertised.port,
+        ));
     let mut response = DescribeClusterResponse::default()
         .with_cluster_id(StrBytes::from_string(broker.logs.cluster_id().to_string()))
         .with_controller_id(BrokerId(config.node_id))

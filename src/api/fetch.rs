@@ -34,6 +34,9 @@ use kafka_protocol::messages::fetch_response::{
 use kafka_protocol::messages::ProducerId;
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 use kafka_protocol::ResponseError;
+
+use super::authorize::Authz;
+use crate::security::acl::Operation;
 use tokio::sync::futures::OwnedNotified;
 
 use super::errors::{code, partition_error_code, NONE};
@@ -44,10 +47,11 @@ use crate::storage::{Isolation, SegmentSlice};
 /// Answers a fetch from `client_id`, throttled when it violates a quota.
 pub async fn handle(
     broker: &Broker,
+    authz: &Authz<'_>,
     request: FetchRequest,
     correlation_id: i32,
     version: i16,
-    client_id: &str,
+    client_id: crate::quota::QuotaClient<'_>,
 ) -> Outcome {
     let started = Instant::now();
     let mut parked = Duration::ZERO;
@@ -73,6 +77,7 @@ pub async fn handle(
     loop {
         let mut read = read_all(
             broker,
+            authz,
             &request.topics,
             version,
             max_bytes,
@@ -108,7 +113,7 @@ fn charge(
     read: Read,
     correlation_id: i32,
     version: i16,
-    client_id: &str,
+    client_id: crate::quota::QuotaClient<'_>,
     busy: Duration,
 ) -> Outcome {
     let response = FetchResponse::default().with_responses(read.responses);
@@ -166,6 +171,7 @@ fn any_appended(appended: &mut [Pin<Box<OwnedNotified>>]) -> impl Future<Output 
 /// partition before reading it.
 fn read_all(
     broker: &Broker,
+    authz: &Authz<'_>,
     topics: &[FetchTopic],
     version: i16,
     max_bytes: usize,
@@ -190,6 +196,11 @@ fn read_all(
         } else {
             ResponseError::UnknownTopicOrPartition
         };
+        // READ on the topic, checked before existence (by id once the id names a topic).
+        let name = topic
+            .as_ref()
+            .map_or(fetch_topic.topic.as_str(), |t| t.name.as_str());
+        let denied = (version < 13 || topic.is_some()) && !authz.topic(Operation::Read, name);
         let mut partitions = Vec::with_capacity(fetch_topic.partitions.len());
         for fetch in &fetch_topic.partitions {
             let mut data = PartitionData::default()
@@ -201,6 +212,13 @@ fn read_all(
             let mut slice: Option<SegmentSlice> = None;
             let partition = topic.as_ref().and_then(|t| t.partition(fetch.partition));
             match partition {
+                // Answered, but not a reason to skip the wait for the others, as in Kafka.
+                _ if denied => {
+                    data.error_code = code(ResponseError::TopicAuthorizationFailed);
+                    partitions.push(data);
+                    records.push(Chunk::Bytes(Bytes::new()));
+                    continue;
+                }
                 None => data.error_code = code(unknown),
                 // A client ahead of this broker's epoch; none can be behind epoch 0.
                 Some(partition) if fetch.current_leader_epoch > partition.leader_epoch() => {

@@ -7,7 +7,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use super::errors::code;
-use super::Broker;
+use super::{Broker, Session};
 use crate::storage::consumer_offsets::ensure_topic;
 use crate::storage::transaction_state;
 
@@ -16,6 +16,7 @@ const KEY_TYPE_TRANSACTION: i8 = 1;
 
 pub fn handle(
     broker: &Broker,
+    session: &Session,
     request: FindCoordinatorRequest,
     version: i16,
 ) -> FindCoordinatorResponse {
@@ -30,8 +31,13 @@ pub fn handle(
         tracing::error!("cannot create the coordinator's topic: {e}");
     }
     let config = &broker.config;
-    let host = StrBytes::from_string(config.advertised_listener.host.clone());
-    let port = i32::from(config.advertised_listener.port);
+    let host = StrBytes::from_string(
+        broker.config.listeners[session.listener]
+            .advertised
+            .host
+            .clone(),
+    );
+    let port = i32::from(broker.config.listeners[session.listener].advertised.port);
     let node = BrokerId(config.node_id);
     let known_type = matches!(request.key_type, KEY_TYPE_GROUP | KEY_TYPE_TRANSACTION);
     if version >= 4 {

@@ -1,6 +1,12 @@
 //! Metadata (3): this node is the only broker, the controller, and every partition's leader
 //! and sole replica. Topic ids are the stable ones from `partition.metadata`. Unknown topics are
 //! created here when both the request and `auto.create.topics.enable` allow it.
+//!
+//! With ACLs, as Kafka: topics the caller may not DESCRIBE are left out of an all-topics
+//! answer, and answered TOPIC_AUTHORIZATION_FAILED when named (with no id, so existence is not
+//! revealed; by id, with the id and no name); auto-creation also needs CREATE on the cluster
+//! or the topic. `topic_authorized_operations` (v8+) and `cluster_authorized_operations`
+//! (v8-10) are filled when asked for.
 
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
@@ -10,24 +16,33 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use uuid::Uuid;
 
+use super::authorize::Authz;
 use super::errors::{code, topic_error_code};
-use super::Broker;
+use super::{Broker, Session};
+use crate::security::acl::{Operation, ResourceType, CLUSTER_NAME};
 use crate::storage::consumer_offsets::CONSUMER_OFFSETS_TOPIC;
 use crate::storage::{validate_topic_name, Topic, TopicConfigs, TopicError};
 
-/// Every topic operation (READ..ALTER_CONFIGS), for clients that ask; there are no ACLs.
-const ALL_TOPIC_OPERATIONS: i32 =
-    (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
-
-pub fn handle(broker: &Broker, request: MetadataRequest, version: i16) -> MetadataResponse {
+pub fn handle(
+    broker: &Broker,
+    session: &Session,
+    authz: &Authz<'_>,
+    request: MetadataRequest,
+    version: i16,
+) -> MetadataResponse {
     let config = &broker.config;
     let node = BrokerId(config.node_id);
     let brokers = vec![MetadataResponseBroker::default()
         .with_node_id(node)
         .with_host(StrBytes::from_string(
-            config.advertised_listener.host.clone(),
+            broker.config.listeners[session.listener]
+                .advertised
+                .host
+                .clone(),
         ))
-        .with_port(i32::from(config.advertised_listener.port))];
+        .with_port(i32::from(
+            broker.config.listeners[session.listener].advertised.port,
+        ))];
     // Before v4 every request may auto-create; from v4 the client says.
     let allow_create =
         config.auto_create_topics_enable && (version < 4 || request.allow_auto_topic_creation);
@@ -35,23 +50,26 @@ pub fn handle(broker: &Broker, request: MetadataRequest, version: i16) -> Metada
 
     let topics = match request.topics {
         // v0: an empty list means all topics; v1+: null means all, empty means none.
-        None => all_topics(broker),
-        Some(ref list) if list.is_empty() && version == 0 => all_topics(broker),
+        None => all_topics(broker, authz),
+        Some(ref list) if list.is_empty() && version == 0 => all_topics(broker, authz),
         Some(list) => list
             .into_iter()
             .map(|t| match (t.name, t.topic_id) {
                 // As Kafka does: a non-zero topic id wins over the name, which clients
                 // looking up by id leave empty rather than null.
-                (_, id) if !id.is_nil() => describe_by_id(broker, id),
-                (Some(name), _) => describe_by_name(broker, name.as_str(), allow_create),
-                (None, id) => describe_by_id(broker, id),
+                (_, id) if !id.is_nil() => describe_by_id(broker, authz, id),
+                (Some(name), _) => describe_by_name(broker, authz, name.as_str(), allow_create),
+                (None, id) => describe_by_id(broker, authz, id),
             })
             .collect(),
     };
     let topics = topics
         .into_iter()
         .map(|topic| match topic {
-            Described::Found(t) => describe(&t, node, include_ops),
+            Described::Found(t) => {
+                let ops = include_ops.then(|| authz.operations(ResourceType::Topic, &t.name));
+                describe(&t, node, ops)
+            }
             Described::Error {
                 name,
                 id,
@@ -72,6 +90,13 @@ pub fn handle(broker: &Broker, request: MetadataRequest, version: i16) -> Metada
     if version >= 2 {
         response.cluster_id = Some(StrBytes::from_string(broker.logs.cluster_id().to_string()));
     }
+    if (8..=10).contains(&version) && request.include_cluster_authorized_operations {
+        response.cluster_authorized_operations = if authz.cluster(Operation::Describe) {
+            authz.operations(ResourceType::Cluster, CLUSTER_NAME)
+        } else {
+            0
+        };
+    }
     response
 }
 
@@ -84,16 +109,31 @@ enum Described {
     },
 }
 
-fn all_topics(broker: &Broker) -> Vec<Described> {
+fn all_topics(broker: &Broker, authz: &Authz<'_>) -> Vec<Described> {
     broker
         .logs
         .topics()
         .into_iter()
+        .filter(|t| authz.topic(Operation::Describe, &t.name))
         .map(Described::Found)
         .collect()
 }
 
-fn describe_by_name(broker: &Broker, name: &str, allow_create: bool) -> Described {
+fn describe_by_name(
+    broker: &Broker,
+    authz: &Authz<'_>,
+    name: &str,
+    allow_create: bool,
+) -> Described {
+    let denied = || Described::Error {
+        name: Some(name.to_string()),
+        id: Uuid::nil(),
+        error_code: code(ResponseError::TopicAuthorizationFailed),
+    };
+    // Authorization before existence, so that existence is not revealed.
+    if !authz.topic(Operation::Describe, name) {
+        return denied();
+    }
     if let Some(topic) = broker.logs.topic(name) {
         return Described::Found(topic);
     }
@@ -107,6 +147,9 @@ fn describe_by_name(broker: &Broker, name: &str, allow_create: bool) -> Describe
     }
     if !allow_create {
         return error(&TopicError::UnknownTopic);
+    }
+    if !authz.cluster(Operation::Create) && !authz.topic(Operation::Create, name) {
+        return denied();
     }
     let now_ms = broker.clock.now_ms();
     match broker.logs.create_topic(
@@ -129,8 +172,13 @@ fn describe_by_name(broker: &Broker, name: &str, allow_create: bool) -> Describe
     }
 }
 
-fn describe_by_id(broker: &Broker, id: Uuid) -> Described {
+fn describe_by_id(broker: &Broker, authz: &Authz<'_>, id: Uuid) -> Described {
     match broker.logs.topic_by_id(id) {
+        Some(topic) if !authz.topic(Operation::Describe, &topic.name) => Described::Error {
+            name: None,
+            id,
+            error_code: code(ResponseError::TopicAuthorizationFailed),
+        },
         Some(topic) => Described::Found(topic),
         None => Described::Error {
             name: None,
@@ -140,7 +188,7 @@ fn describe_by_id(broker: &Broker, id: Uuid) -> Described {
     }
 }
 
-fn describe(topic: &Topic, node: BrokerId, include_ops: bool) -> MetadataResponseTopic {
+fn describe(topic: &Topic, node: BrokerId, operations: Option<i32>) -> MetadataResponseTopic {
     let partitions = topic
         .partitions
         .iter()
@@ -158,8 +206,8 @@ fn describe(topic: &Topic, node: BrokerId, include_ops: bool) -> MetadataRespons
         .with_topic_id(topic.id)
         .with_is_internal(topic.name == CONSUMER_OFFSETS_TOPIC)
         .with_partitions(partitions);
-    if include_ops {
-        described.topic_authorized_operations = ALL_TOPIC_OPERATIONS;
+    if let Some(operations) = operations {
+        described.topic_authorized_operations = operations;
     }
     described
 }

@@ -7,6 +7,7 @@ mod add_partitions_to_txn;
 mod alter_client_quotas;
 mod alter_configs;
 mod api_versions;
+pub mod authorize;
 mod committed_offsets;
 mod create_partitions;
 mod create_topics;
@@ -32,10 +33,14 @@ mod list_offsets;
 mod metadata;
 mod produce;
 mod produce_txn;
+pub mod sasl;
+mod session;
 mod throttle;
 mod transactions_admin;
 mod txn_offset_commit;
 mod write_txn_markers;
+
+pub use session::Session;
 
 use std::sync::Arc;
 
@@ -49,15 +54,16 @@ use crate::group::GroupCoordinator;
 use crate::metrics::BrokerMetrics;
 use crate::protocol::{DecodedRequest, ResponseFrame, VersionTable};
 use crate::quota::QuotaManager;
+use crate::security::acl::Operation;
+use crate::security::Security;
 use crate::storage::{LogManager, MarkerWriter};
 use crate::time::Clock;
 use crate::txn::TransactionCoordinator;
 
-/// What the handlers share: settings, the logs, the clock, and the shutdown signal. One per
-/// listener: they share everything but `config`, whose advertised endpoint is the listener's.
-#[derive(Clone)]
+/// What the handlers share: settings, the logs, the clock, and the shutdown signal. One for
+/// every listener: what depends on the listener a request came in on (its advertised endpoint,
+/// its security) is found through the request's `Session`.
 pub struct Broker {
-    /// The settings, as the listener a request came in on sees them (`advertised_listener`).
     pub config: Arc<Config>,
     pub logs: Arc<LogManager>,
     pub groups: Arc<GroupCoordinator>,
@@ -72,6 +78,8 @@ pub struct Broker {
     /// Byte permits for requests read but not yet answered (`queued.max.request.bytes`), shared
     /// by every connection; None when unbounded.
     pub request_memory: Option<Arc<Semaphore>>,
+    /// Listeners' TLS and SASL settings, the SCRAM credentials and the authorizer.
+    pub security: Arc<Security>,
     /// What `/metrics` shows (`metrics`); every request is counted and timed in `handle`.
     pub metrics: Arc<BrokerMetrics>,
     /// Fault injection for tests (`faults`), consulted once per request in `handle`.
@@ -92,6 +100,12 @@ pub enum Outcome {
     NoResponse,
     /// Close the connection, as Kafka does (e.g. a failed acks=0 produce).
     Close(String),
+    /// Write this response, wait `delay`, then close (a failed authentication).
+    RespondAndClose {
+        response: Bytes,
+        delay: std::time::Duration,
+        reason: String,
+    },
     /// A quota was violated: write the response, if any (an acks=0 produce has none), then mute
     /// the connection for `throttle_ms`: neither read nor process its requests (KIP-219).
     Throttle {
@@ -101,7 +115,7 @@ pub enum Outcome {
 }
 
 /// What a handler answers, before the request quota has its say.
-enum Reply {
+pub(crate) enum Reply {
     /// A response body. `throttle_ms` is what the handler's own quota asks for
     /// (`controller_mutation_rate`); the larger of it and the request quota's is answered.
     Body {
@@ -113,7 +127,7 @@ enum Reply {
     Finished(Outcome),
 }
 
-fn body(response: impl Into<ResponseKind>) -> Reply {
+pub(crate) fn body(response: impl Into<ResponseKind>) -> Reply {
     throttled_body(response, 0)
 }
 
@@ -125,13 +139,20 @@ fn throttled_body(response: impl Into<ResponseKind>, throttle_ms: i32) -> Reply 
     }
 }
 
-/// Handles one request of `request_bytes` (header and body) from the client at `peer`;
-/// responses of different requests are ordered by the caller. Here, and only here, each
-/// request is counted and timed (`metrics`) and meets the armed faults (`faults`).
+/// Handles one request of `request_bytes` (header and body) on the connection of `session`;
+/// responses of different requests are ordered by the caller. On a SASL listener the SASL
+/// state machine (`sasl::gate`) sees the request first. Here, and only here, each request is
+/// counted and timed (`metrics`) and, once past the SASL exchange, meets the armed faults
+/// (`faults`).
+///
+/// Every request's handler thread time is charged to the client's `request_percentage`.
+/// Produce and Fetch charge it themselves, with their byte rates. Every other response gets
+/// the throttle time in its `throttle_time_ms` (when its version has the field) and is sent at
+/// once; then the connection is muted for that long (KIP-219).
 pub async fn handle(
     broker: &Broker,
-    request: DecodedRequest,
-    peer: &str,
+    session: &mut Session,
+    mut request: DecodedRequest,
     request_bytes: usize,
 ) -> Outcome {
     let started = std::time::Instant::now();
@@ -143,13 +164,25 @@ pub async fn handle(
         .as_ref()
         .map(|c| c.to_string())
         .unwrap_or_default();
+    if let Some(outcome) = sasl::gate(broker, session, &mut request) {
+        // The SASL exchange (and what it refuses) is counted, but no fault applies to it.
+        let served = faults::ServedRequest {
+            api_key,
+            version,
+            client_id,
+            error_code: None,
+        };
+        record_served(broker, &outcome, started, served);
+        return outcome;
+    }
+    let session = &*session;
     let fault = broker.faults.take(api_key, &client_id, || {
         let name_of = |id| broker.logs.topic_by_id(id).map(|t| t.name.clone());
         fault_responses::partitions(&request.body, &name_of)
     });
     let (outcome, error_code) = match fault {
         Some(faults::FaultAction::Error(code)) => (
-            injected_error(broker, request, peer, code).await,
+            injected_error(broker, request, session, code).await,
             Some(code),
         ),
         Some(faults::FaultAction::Close) => (
@@ -158,14 +191,14 @@ pub async fn handle(
         ),
         Some(faults::FaultAction::Delay(delay)) => {
             tokio::time::sleep(delay).await;
-            handle_request(broker, request, peer, &client_id, request_bytes, 0).await
+            handle_request(broker, request, session, &client_id, request_bytes, 0).await
         }
         Some(faults::FaultAction::Throttle(throttle)) => {
             let throttle_ms = i32::try_from(throttle.as_millis()).unwrap_or(i32::MAX);
             let (outcome, error) = handle_request(
                 broker,
                 request,
-                peer,
+                session,
                 &client_id,
                 request_bytes,
                 throttle_ms,
@@ -173,22 +206,34 @@ pub async fn handle(
             .await;
             (throttle_injected(outcome, throttle_ms), error)
         }
-        None => handle_request(broker, request, peer, &client_id, request_bytes, 0).await,
+        None => handle_request(broker, request, session, &client_id, request_bytes, 0).await,
     };
-    let throttle_ms = match &outcome {
-        Outcome::Throttle { throttle_ms, .. } => *throttle_ms,
-        _ => 0,
-    };
-    broker
-        .metrics
-        .record_request(api_key, version, started.elapsed(), throttle_ms);
-    broker.faults.record(faults::ServedRequest {
+    let served = faults::ServedRequest {
         api_key,
         version,
         client_id,
         error_code,
-    });
+    };
+    record_served(broker, &outcome, started, served);
     outcome
+}
+
+/// Counts and times a request for the metrics, and logs it among the recent requests.
+fn record_served(
+    broker: &Broker,
+    outcome: &Outcome,
+    started: std::time::Instant,
+    served: faults::ServedRequest,
+) {
+    let throttle_ms = match outcome {
+        Outcome::Throttle { throttle_ms, .. } => *throttle_ms,
+        _ => 0,
+    };
+    let elapsed = started.elapsed();
+    broker
+        .metrics
+        .record_request(served.api_key, served.version, elapsed, throttle_ms);
+    broker.faults.record(served);
 }
 
 /// The answer to a request that fault injection fails with `code`: nothing is done, except
@@ -196,14 +241,14 @@ pub async fn handle(
 async fn injected_error(
     broker: &Broker,
     request: DecodedRequest,
-    peer: &str,
+    session: &Session,
     code: i16,
 ) -> Outcome {
     let correlation_id = request.header.correlation_id;
     let version = request.header.request_api_version;
     let api_key = request.api_key;
     let body = match &request.body {
-        RequestKind::Metadata(_) => match dispatch(broker, request, peer, "", 0).await {
+        RequestKind::Metadata(_) => match dispatch(broker, request, session, "", 0).await {
             Reply::Body { mut body, .. } => {
                 fault_responses::set_topic_errors(&mut body, code);
                 Some(*body)
@@ -251,7 +296,7 @@ fn throttle_injected(outcome: Outcome, throttle_ms: i32) -> Outcome {
 async fn handle_request(
     broker: &Broker,
     request: DecodedRequest,
-    peer: &str,
+    session: &Session,
     client_id: &str,
     request_bytes: usize,
     min_throttle_ms: i32,
@@ -259,7 +304,7 @@ async fn handle_request(
     let correlation_id = request.header.correlation_id;
     let version = request.header.request_api_version;
     let is_data_path = matches!(request.api_key, ApiKey::Produce | ApiKey::Fetch);
-    let dispatched = dispatch(broker, request, peer, client_id, request_bytes);
+    let dispatched = dispatch(broker, request, session, client_id, request_bytes);
     // Produce and Fetch measure their own time, without the time they sit parked.
     let (reply, busy) = if is_data_path {
         (dispatched.await, std::time::Duration::ZERO)
@@ -273,10 +318,11 @@ async fn handle_request(
             throttle_ms,
         } => {
             let error = fault_responses::top_error(&body);
-            let request_throttle_ms =
-                broker
-                    .quotas
-                    .record_request_time(client_id, busy, broker.clock.now_ms());
+            let request_throttle_ms = broker.quotas.record_request_time(
+                session.quota_client(client_id),
+                busy,
+                broker.clock.now_ms(),
+            );
             let throttle_ms = throttle_ms.max(request_throttle_ms).max(min_throttle_ms);
             throttle::set_throttle_time_ms(&mut body, throttle_ms);
             let outcome =
@@ -296,13 +342,44 @@ async fn handle_request(
     }
 }
 
+/// Applies Kafka's authorization checks around the handler (`authorize::before`/`after`).
 async fn dispatch(
     broker: &Broker,
-    request: DecodedRequest,
-    peer: &str,
+    mut request: DecodedRequest,
+    session: &Session,
     client_id: &str,
     request_bytes: usize,
 ) -> Reply {
+    let authz = authorize::Authz::new(broker, session);
+    let version = request.header.request_api_version;
+    if let RequestKind::OffsetCommit(r) = &mut request.body {
+        committed_offsets::name_commit_topics(broker, r, version);
+    }
+    let denied = match authorize::before(&authz, &mut request.body, version) {
+        Ok(denied) => denied,
+        Err(refused) => return refused,
+    };
+    match dispatch_authorized(broker, request, session, &authz, client_id, request_bytes).await {
+        Reply::Body {
+            mut body,
+            throttle_ms,
+        } => {
+            authorize::after(&authz, denied, &mut body);
+            Reply::Body { body, throttle_ms }
+        }
+        finished => finished,
+    }
+}
+
+async fn dispatch_authorized(
+    broker: &Broker,
+    request: DecodedRequest,
+    session: &Session,
+    authz: &authorize::Authz<'_>,
+    client_id: &str,
+    request_bytes: usize,
+) -> Reply {
+    let quota_client = session.quota_client(client_id);
     let correlation_id = request.header.correlation_id;
     let version = request.header.request_api_version;
     let groups = &broker.groups;
@@ -320,25 +397,31 @@ async fn dispatch(
                 &broker.versions,
             ))
         }
-        RequestKind::Metadata(r) => body(metadata::handle(broker, r, version)),
+        RequestKind::Metadata(r) => body(metadata::handle(broker, session, authz, r, version)),
         RequestKind::Produce(r) => {
             let client = produce::Client {
-                id: client_id,
+                quota: quota_client,
                 request_bytes,
             };
-            Reply::Finished(produce::handle(broker, r, correlation_id, version, client).await)
+            let reply = produce::handle(broker, authz, r, correlation_id, version, client);
+            Reply::Finished(reply.await)
         }
         RequestKind::Fetch(r) => {
-            Reply::Finished(fetch::handle(broker, r, correlation_id, version, client_id).await)
+            let reply = fetch::handle(broker, authz, r, correlation_id, version, quota_client);
+            Reply::Finished(reply.await)
         }
         RequestKind::ListOffsets(r) => body(list_offsets::handle(broker, r, version)),
         RequestKind::InitProducerId(r) => body(init_producer_id::handle(broker, r, version)),
         RequestKind::CreateTopics(r) => {
-            let quota = broker.quotas.controller_mutation(client_id, version >= 6);
+            let quota = broker
+                .quotas
+                .controller_mutation(quota_client, version >= 6);
             create_topics::handle(broker, r, version, quota)
         }
         RequestKind::DeleteTopics(r) => {
-            let quota = broker.quotas.controller_mutation(client_id, version >= 5);
+            let quota = broker
+                .quotas
+                .controller_mutation(quota_client, version >= 5);
             delete_topics::handle(broker, r, version, quota)
         }
         RequestKind::DescribeConfigs(r) => body(describe_configs::handle(broker, r, version)),
@@ -350,21 +433,28 @@ async fn dispatch(
             body(alter_configs::handle_incremental(broker, r))
         }
         RequestKind::CreatePartitions(r) => {
-            let quota = broker.quotas.controller_mutation(client_id, version >= 3);
+            let quota = broker
+                .quotas
+                .controller_mutation(quota_client, version >= 3);
             create_partitions::handle(broker, r, quota)
         }
-        RequestKind::DescribeCluster(r) => body(describe_cluster::handle(broker, r, version)),
+        RequestKind::DescribeCluster(r) => {
+            body(describe_cluster::handle(broker, session, r, version))
+        }
         RequestKind::DeleteRecords(r) => body(delete_records::handle(broker, r)),
         RequestKind::DescribeLogDirs(r) => body(describe_log_dirs::handle(broker, r, version)),
-        RequestKind::FindCoordinator(r) => body(find_coordinator::handle(broker, r, version)),
+        RequestKind::FindCoordinator(r) => {
+            body(find_coordinator::handle(broker, session, r, version))
+        }
         RequestKind::JoinGroup(r) => {
             // Kafka reports a member's host as "/<address>".
-            let host = format!("/{}", peer.rsplit_once(':').map(|(h, _)| h).unwrap_or(peer));
+            let host = format!("/{}", session.peer.ip());
             body(groups.join_group(r, version, client_id, &host).await)
         }
         RequestKind::ConsumerGroupHeartbeat(r) => {
-            let host = format!("/{}", peer.rsplit_once(':').map(|(h, _)| h).unwrap_or(peer));
-            body(groups.consumer_group_heartbeat(r, version, client_id, &host))
+            let host = format!("/{}", session.peer.ip());
+            let describable = |topic: &str| authz.topic(Operation::Describe, topic);
+            body(groups.consumer_group_heartbeat(r, version, client_id, &host, &describable))
         }
         RequestKind::ConsumerGroupDescribe(r) => body(groups.consumer_group_describe(r, version)),
         RequestKind::SyncGroup(r) => body(groups.sync_group(r, version).await),
@@ -379,20 +469,24 @@ async fn dispatch(
         RequestKind::DescribeClientQuotas(r) => body(describe_client_quotas::handle(broker, r)),
         RequestKind::AlterClientQuotas(r) => body(alter_client_quotas::handle(broker, r)),
         RequestKind::DescribeUserScramCredentials(r) => {
-            body(describe_user_scram_credentials::handle(r))
+            body(describe_user_scram_credentials::handle(broker, r))
+        }
+        RequestKind::AlterUserScramCredentials(r) => {
+            body(describe_user_scram_credentials::alter(broker, r))
         }
         RequestKind::DescribeTopicPartitions(r) => {
-            body(describe_topic_partitions::handle(broker, r))
+            body(describe_topic_partitions::handle(broker, authz, r))
         }
-        RequestKind::DescribeAcls(_) => body(acls::describe()),
-        RequestKind::CreateAcls(r) => body(acls::create(r)),
-        RequestKind::DeleteAcls(r) => body(acls::delete(r)),
+        RequestKind::DescribeAcls(r) => body(acls::describe(broker, r)),
+        RequestKind::CreateAcls(r) => body(acls::create(broker, r)),
+        RequestKind::DeleteAcls(r) => body(acls::delete(broker, r)),
         RequestKind::ElectLeaders(r) => body(elect_leaders::handle(broker, r)),
         RequestKind::WriteTxnMarkers(r) => {
             body(write_txn_markers::handle(broker, r, &request.newer))
         }
         RequestKind::AddPartitionsToTxn(r) => {
-            body(add_partitions_to_txn::handle(broker, r, version))
+            let writable = |topic: &str| authz.topic(Operation::Write, topic);
+            body(add_partitions_to_txn::handle(broker, r, version, &writable))
         }
         RequestKind::AddOffsetsToTxn(r) => {
             body(add_partitions_to_txn::add_offsets(broker, r, version))
@@ -400,6 +494,7 @@ async fn dispatch(
         RequestKind::EndTxn(r) => body(end_txn::handle(broker, r, version)),
         RequestKind::TxnOffsetCommit(r) => body(txn_offset_commit::handle(
             broker,
+            authz,
             r,
             version,
             &request.newer,
@@ -411,6 +506,8 @@ async fn dispatch(
         RequestKind::DescribeProducers(r) => {
             body(transactions_admin::describe_producers(broker, r))
         }
+        RequestKind::SaslHandshake(r) => body(sasl::handshake_after_authentication(r)),
+        RequestKind::SaslAuthenticate(r) => body(sasl::authenticate_after_authentication(r)),
         other => Reply::Finished(Outcome::Close(format!("no handler for {other:?}"))),
     }
 }
@@ -431,7 +528,11 @@ fn respond_throttled<R: Encodable + HeaderVersion>(
     }
 }
 
-fn respond<R: Encodable + HeaderVersion>(correlation_id: i32, version: i16, body: &R) -> Outcome {
+pub(crate) fn respond<R: Encodable + HeaderVersion>(
+    correlation_id: i32,
+    version: i16,
+    body: &R,
+) -> Outcome {
     match crate::protocol::encode_response(correlation_id, version, body) {
         Ok(frame) => Outcome::Respond(frame),
         Err(e) => encoding_failed(correlation_id, version, e),

@@ -1,8 +1,10 @@
 //! Produce (0): validate each partition's one batch, append it verbatim (base offset and leader
 //! epoch stamped in place by the log), and answer with its base offset. acks=0 gets no response,
 //! and an error under acks=0 closes the connection so the client notices, as Kafka does.
-//! Each partition's errors come in Kafka's order: unknown topic or partition, the batch's
-//! framing, acks, the topic's writability, then the batch's contents.
+//! Authorization comes first (TRANSACTIONAL_ID WRITE for transactional batches, refusing the
+//! whole request; topic WRITE per topic). Each partition's errors then come in Kafka's order:
+//! unknown topic or partition, the batch's framing, acks, the topic's writability, then the
+//! batch's contents.
 //! After the appends the request is charged to the client's `producer_byte_rate` (its size) and,
 //! unless acks=0, `request_percentage` (the handler's time); the larger throttle is answered.
 
@@ -14,25 +16,28 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
+use super::authorize::Authz;
 use super::errors::{code, error_message, partition_error_code, Refused, NONE};
 use super::produce_txn;
 use super::{respond_throttled, Broker, Outcome};
 use crate::record_batch::recompress;
 use crate::record_batch::validate::{validate, validate_framing};
+use crate::security::acl::Operation;
 use crate::storage::consumer_offsets::CONSUMER_OFFSETS_TOPIC;
 use crate::storage::transaction_state::TRANSACTION_STATE_TOPIC;
 use crate::storage::{Partition, PartitionError, Topic, TxnVerification};
 
 /// Who sent the request, for quotas.
 pub struct Client<'a> {
-    pub id: &'a str,
+    pub quota: crate::quota::QuotaClient<'a>,
     /// The request's header and body.
     pub request_bytes: usize,
 }
 
 pub async fn handle(
     broker: &Broker,
-    request: ProduceRequest,
+    authz: &Authz<'_>,
+    mut request: ProduceRequest,
     correlation_id: i32,
     version: i16,
     client: Client<'_>,
@@ -41,6 +46,19 @@ pub async fn handle(
     let started = Instant::now();
     let acks = request.acks;
     let now_ms = broker.clock.now_ms();
+    // Authorization first, as in Kafka's handler, before any batch or transaction is looked at:
+    // transactional batches need WRITE on the request's transactional id (the whole request
+    // fails otherwise), and each topic WRITE (its partitions fail, and are never verified into
+    // a transaction).
+    let txn_denied = request
+        .transactional_id
+        .as_ref()
+        .is_some_and(|id| !authz.transactional_id(Operation::Write, id));
+    if txn_denied && produce_txn::has_transactional_records(&request) {
+        let error = ResponseError::TransactionalIdAuthorizationFailed;
+        return refuse_all(request, correlation_id, version, error);
+    }
+    let refused_topics = take_unauthorized(broker, authz, &mut request, version);
     let verifications = match produce_txn::transactional_producer(&request) {
         Err(error) => return refuse_all(request, correlation_id, version, error),
         Ok(Some(producer)) => produce_txn::verify(broker, &request, &producer, version).await,
@@ -135,10 +153,17 @@ pub async fn handle(
                 .with_partition_responses(partitions),
         );
     }
+    for (name, refused) in refused_topics {
+        for _ in &refused.partition_responses {
+            broker.metrics.record_produce(&name, 0, 0, true);
+        }
+        any_error = true;
+        responses.push(refused);
+    }
     let quotas = &broker.quotas;
     let charged_at_ms = broker.clock.now_ms();
     let bandwidth_throttle_ms =
-        quotas.record_produce(client.id, client.request_bytes, charged_at_ms);
+        quotas.record_produce(client.quota, client.request_bytes, charged_at_ms);
     if acks == 0 {
         // acks=0 is exempt from the request quota, not from the byte rate.
         return match (any_error, bandwidth_throttle_ms) {
@@ -151,7 +176,7 @@ pub async fn handle(
         };
     }
     let request_throttle_ms =
-        quotas.record_request_time(client.id, started.elapsed(), charged_at_ms);
+        quotas.record_request_time(client.quota, started.elapsed(), charged_at_ms);
     let throttle_ms = bandwidth_throttle_ms.max(request_throttle_ms);
     let response = ProduceResponse::default()
         .with_responses(responses)
@@ -189,6 +214,49 @@ fn admit(acks: i16, topic: &Topic, records: &Option<Bytes>, version: i16) -> Res
         ));
     }
     Ok(())
+}
+
+/// Takes out the topics the caller may not write, answered TOPIC_AUTHORIZATION_FAILED on every
+/// partition, with their names. Authorization comes before existence: a name the caller may not
+/// write is refused whether or not it exists; from v13 an id is authorized on the name of the
+/// topic it names (an id that names none stays, to be answered UNKNOWN_TOPIC_ID).
+fn take_unauthorized(
+    broker: &Broker,
+    authz: &Authz<'_>,
+    request: &mut ProduceRequest,
+    version: i16,
+) -> Vec<(String, TopicProduceResponse)> {
+    let mut refused = Vec::new();
+    request.topic_data.retain(|t| {
+        let name = if version >= 13 {
+            match broker.logs.topic_by_id(t.topic_id) {
+                Some(topic) => topic.name.clone(),
+                None => return true,
+            }
+        } else {
+            t.name.to_string()
+        };
+        if authz.topic(Operation::Write, &name) {
+            return true;
+        }
+        let partitions = t
+            .partition_data
+            .iter()
+            .map(|data| {
+                PartitionProduceResponse::default()
+                    .with_index(data.index)
+                    .with_base_offset(-1)
+                    .with_error_code(code(ResponseError::TopicAuthorizationFailed))
+            })
+            .collect();
+        let response = TopicProduceResponse::default()
+            .with_name(t.name.clone())
+            .with_topic_id(t.topic_id)
+            .with_partition_responses(partitions);
+        refused.push((name, response));
+        false
+    });
+    refused
 }
 
 /// The answer to a request refused as a whole: every partition gets `error` (an acks=0

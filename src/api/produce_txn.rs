@@ -29,6 +29,16 @@ fn first_header(records: &Option<Bytes>) -> Option<BatchHeader> {
     records.as_deref().and_then(|r| BatchHeader::parse(r).ok())
 }
 
+/// Whether some partition's batch is transactional (Kafka's `hasTransactionalRecords`).
+pub fn has_transactional_records(request: &ProduceRequest) -> bool {
+    request
+        .topic_data
+        .iter()
+        .flat_map(|t| t.partition_data.iter())
+        .filter_map(|p| first_header(&p.records))
+        .any(|h| h.is_transactional())
+}
+
 /// Kafka's request-wide checks: transactional batches need the request's transactional id
 /// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED without one) and may come from one producer only
 /// (INVALID_PRODUCER_ID_MAPPING). Returns that producer, None when no batch is transactional.

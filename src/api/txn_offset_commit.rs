@@ -6,6 +6,12 @@
 //! partition not in the transaction as INVALID_TXN_STATE below v4 and TRANSACTION_ABORTABLE
 //! from v4. A partition its topic does not have is UNKNOWN_TOPIC_OR_PARTITION, as in Kafka.
 //!
+//! Authorization comes first, as in Kafka's handler, once the topics have their names: WRITE on
+//! the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and READ on the group
+//! (GROUP_AUTHORIZATION_FAILED) refuse every partition; a topic the caller may not read has its
+//! partitions refused (TOPIC_AUTHORIZATION_FAILED) and the others are committed, and when none
+//! is left the transaction is not touched.
+//!
 //! v6 (KIP-1319) names topics by id: the ids are resolved to names here, before anything else
 //! (an id that names no topic, the zero id included, answers UNKNOWN_TOPIC_ID for each of its
 //! partitions, as Kafka 4.4 does), and the response names each topic by its id again.
@@ -17,9 +23,11 @@ use kafka_protocol::messages::{TopicName, TxnOffsetCommitRequest, TxnOffsetCommi
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
+use super::authorize::Authz;
 use super::errors::code;
 use super::Broker;
 use crate::protocol::{topic_id_as_name, NewerFields};
+use crate::security::acl::Operation;
 use crate::storage::consumer_offsets::{partition_for, CONSUMER_OFFSETS_TOPIC};
 use crate::txn::{PartitionCheck, TV_2};
 
@@ -28,12 +36,13 @@ const TOPIC_IDS_FROM: i16 = 6;
 
 pub fn handle(
     broker: &Broker,
+    authz: &Authz<'_>,
     mut request: TxnOffsetCommitRequest,
     version: i16,
     newer: &NewerFields,
 ) -> TxnOffsetCommitResponse {
     if version < TOPIC_IDS_FROM {
-        return commit(broker, &request, version);
+        return commit(broker, authz, request, version);
     }
     let ids = match newer {
         NewerFields::TxnOffsetCommit { topic_ids } => topic_ids.as_slice(),
@@ -60,7 +69,7 @@ pub fn handle(
             )),
         }
     }
-    let mut response = commit(broker, &request, version);
+    let mut response = commit(broker, authz, request, version);
     // The coordinator answers the topics it was given, in their order.
     for (topic, id) in response.topics.iter_mut().zip(known) {
         topic.name = topic_id_as_name(id);
@@ -69,20 +78,44 @@ pub fn handle(
     response
 }
 
+/// Commits `request`'s topics (named) and answers them in the request's order.
 fn commit(
     broker: &Broker,
-    request: &TxnOffsetCommitRequest,
+    authz: &Authz<'_>,
+    mut request: TxnOffsetCommitRequest,
     version: i16,
 ) -> TxnOffsetCommitResponse {
-    if let Err(error) = check_transaction(broker, request, version) {
-        return refuse_all(request, error);
+    if !authz.transactional_id(Operation::Write, &request.transactional_id) {
+        return refuse_all(&request, ResponseError::TransactionalIdAuthorizationFailed);
     }
-    let logs = &broker.logs;
-    let exists = |topic: &str, partition: i32| {
-        logs.topic(topic)
-            .is_some_and(|t| t.partition(partition).is_some())
+    if !authz.group(Operation::Read, &request.group_id) {
+        return refuse_all(&request, ResponseError::GroupAuthorizationFailed);
+    }
+    let order: Vec<TopicName> = request.topics.iter().map(|t| t.name.clone()).collect();
+    let (readable, unreadable): (Vec<_>, Vec<_>) = std::mem::take(&mut request.topics)
+        .into_iter()
+        .partition(|t| authz.topic(Operation::Read, &t.name));
+    request.topics = readable;
+    let refused = unreadable
+        .iter()
+        .map(|t| answer_all(t, t.name.clone(), ResponseError::TopicAuthorizationFailed));
+    let mut response = if request.topics.is_empty() {
+        TxnOffsetCommitResponse::default()
+    } else if let Err(error) = check_transaction(broker, &request, version) {
+        refuse_all(&request, error)
+    } else {
+        let logs = &broker.logs;
+        let exists = |topic: &str, partition: i32| {
+            logs.topic(topic)
+                .is_some_and(|t| t.partition(partition).is_some())
+        };
+        broker.groups.txn_offset_commit(&request, version, &exists)
     };
-    broker.groups.txn_offset_commit(request, version, &exists)
+    response.topics.extend(refused);
+    response
+        .topics
+        .sort_by_key(|t| order.iter().position(|n| *n == t.name));
+    response
 }
 
 /// The offsets partition is in the transaction (verified, or added with v5).

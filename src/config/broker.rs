@@ -16,10 +16,11 @@
 //! `config/server.properties` with the same default (a test compares the two).
 
 use super::group::{parse_assignors, parse_migration_policy};
+use super::listeners::{check_endpoints, format_listeners};
 use super::topic::{self, ConfigType};
 use super::{
-    byte_rate, parse, parse_bool, parse_emulated_version, parse_http_listener, parse_listener,
-    parse_min, Config, ConfigError,
+    byte_rate, parse, parse_bool, parse_emulated_version, parse_http_listener, parse_min, Config,
+    ConfigError,
 };
 
 /// What `kafka-configs --entity-type brokers` may do with a key.
@@ -170,8 +171,24 @@ fn some_byte_rate(key: &str, value: &str) -> Result<Option<f64>, ConfigError> {
     byte_rate(key, value).map(Some)
 }
 
-fn listener(e: &super::Endpoint) -> String {
-    format!("PLAINTEXT://{e}")
+/// A key whose value is checked where it is used: listeners by `listeners::resolve`, security
+/// settings (read per listener through `Config::listener_value`) by `security` at start-up.
+fn checked_where_used(_: &mut Config, _: &str, _: &str) -> Result<(), ConfigError> {
+    Ok(())
+}
+
+/// A whole number of milliseconds, at least 0.
+fn check_ms(_: &mut Config, key: &str, value: &str) -> Result<(), ConfigError> {
+    parse_min::<i64>(key, value, 0).map(drop)
+}
+
+fn check_bool(_: &mut Config, key: &str, value: &str) -> Result<(), ConfigError> {
+    parse_bool(key, value).map(drop)
+}
+
+/// A listeners value: checked here, resolved with the keys it depends on by `from_pairs`.
+fn check_listeners(_: &mut Config, key: &str, value: &str) -> Result<(), ConfigError> {
+    check_endpoints(key, value)
 }
 
 /// Every broker key sluice knows, in name order: the rows of the table below, and a plain
@@ -210,12 +227,15 @@ mod table {
     pub const BROKER: &[BrokerSetting] = &[
     row("add.partitions.to.txn.retry.backoff.max.ms", Int, Some("100"), Static, set!(add_partitions_to_txn_retry_backoff_max_ms, min 0), No),
     row("add.partitions.to.txn.retry.backoff.ms", Int, Some("20"), Static, set!(add_partitions_to_txn_retry_backoff_ms, min 1), No),
-    row("advertised.listeners", String, None, Static, set!(advertised_listener, parse_listener), Value(|c| listener(&c.advertised_listener))),
+    row("advertised.listeners", String, None, Static, check_listeners, Value(|c| format_listeners(&c.listeners, true))),
+    row("allow.everyone.if.no.acl.found", Boolean, Some("false"), Static, check_bool, No),
+    row("authorizer.class.name", String, Some(""), Static, checked_where_used, No),
     row("auto.create.topics.enable", Boolean, Some("true"), Static, set!(auto_create_topics_enable, parse_bool), Value(|c| c.auto_create_topics_enable.to_string())),
     ignored("background.threads", KafkaOnly),
     ignored("broker.id", Static),
-    // Read with `listeners` (`Config::served_listeners`): controller listeners are not served.
-    row("controller.listener.names", String, None, Static, |_, _, _| Ok(()), No),
+    row("connection.failed.authentication.delay.ms", Int, Some("100"), Static, check_ms, No),
+    row("connections.max.reauth.ms", Long, Some("0"), KafkaOnly, check_ms, No),
+    row("controller.listener.names", String, None, Static, checked_where_used, No),
     ignored("controller.quorum.bootstrap.servers", Static),
     ignored("controller.quorum.voters", Static),
     row("default.replication.factor", Int, Some("1"), Static, set!(default_replication_factor, min 1), Value(|c| c.default_replication_factor.to_string())),
@@ -238,9 +258,9 @@ mod table {
     row("group.max.session.timeout.ms", Int, Some("1800000"), Static, set!(group_max_session_timeout_ms, min 0), No),
     row("group.max.size", Int, Some("2147483647"), Static, set!(group_max_size, min 1), No),
     row("group.min.session.timeout.ms", Int, Some("6000"), Static, set!(group_min_session_timeout_ms, min 0), No),
-    ignored("inter.broker.listener.name", Static),
-    row("listener.security.protocol.map", String, None, Static, |_, _, _| Ok(()), No),
-    row("listeners", String, Some("PLAINTEXT://127.0.0.1:9092"), Static, set!(listener, parse_listener), Value(|c| listener(&c.listener))),
+    row("inter.broker.listener.name", String, None, Static, checked_where_used, No),
+    row("listener.security.protocol.map", String, Some("SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"), Static, checked_where_used, No),
+    row("listeners", String, Some("PLAINTEXT://127.0.0.1:9092"), Static, check_listeners, Value(|c| format_listeners(&c.listeners, false))),
     row("log.cleaner.backoff.ms", Long, Some("15000"), KafkaOnly, set!(log_cleaner_backoff_ms, min 1), No),
     row("log.cleaner.dedupe.buffer.size", Long, Some("134217728"), KafkaOnly, set!(log_cleaner_dedupe_buffer_bytes, min 1), No),
     row("log.cleaner.enable", Boolean, Some("true"), Static, set!(log_cleaner_enable, parse_bool), No),
@@ -283,12 +303,26 @@ mod table {
     ignored("offsets.topic.num.partitions", Static),
     ignored("offsets.topic.replication.factor", Static),
     row("offsets.topic.segment.bytes", Int, Some("104857600"), Static, set!(offsets_topic_segment_bytes, min 1), No),
+    row("principal.builder.class", String, None, Static, checked_where_used, No),
     ignored("process.roles", Static),
     row("producer.id.expiration.ms", Int, Some("86400000"), KafkaOnly, set!(producer_id_expiration_ms, min 1), No),
     // sluice bounds request memory by default; Kafka's default is -1 (unbounded).
     row("queued.max.request.bytes", Long, Some("104857600"), Static, set!(queued_max_request_bytes, parse), Value(|c| c.queued_max_request_bytes.to_string())),
     row("quota.window.num", Int, Some("11"), Static, set!(quota_window_num, min 1), Value(|c| c.quota_window_num.to_string())),
     row("quota.window.size.seconds", Int, Some("1"), Static, set!(quota_window_size_seconds, min 1), Value(|c| c.quota_window_size_seconds.to_string())),
+    row("sasl.enabled.mechanisms", List, Some("GSSAPI"), KafkaOnly, checked_where_used, No),
+    row("sasl.jaas.config", String, None, KafkaOnly, checked_where_used, No),
+    row("sasl.mechanism.inter.broker.protocol", String, None, KafkaOnly, checked_where_used, No),
+    row("sasl.oauthbearer.clock.skew.seconds", Int, Some("30"), Static, check_ms, No),
+    row("sasl.oauthbearer.expected.audience", List, None, Static, checked_where_used, No),
+    row("sasl.oauthbearer.expected.issuer", String, None, Static, checked_where_used, No),
+    row("sasl.oauthbearer.jwks.endpoint.refresh.ms", Long, Some("3600000"), Static, check_ms, No),
+    row("sasl.oauthbearer.jwks.endpoint.url", String, None, Static, checked_where_used, No),
+    row("sasl.oauthbearer.scope.claim.name", String, Some("scope"), Static, checked_where_used, No),
+    row("sasl.oauthbearer.sub.claim.name", String, Some("sub"), Static, checked_where_used, No),
+    row("sasl.server.callback.handler.class", String, None, Static, checked_where_used, No),
+    row("sasl.server.max.receive.size", Int, Some("524288"), Static, check_ms, No),
+    row("security.inter.broker.protocol", String, None, Static, checked_where_used, No),
     ignored("share.coordinator.state.topic.min.isr", Static),
     ignored("share.coordinator.state.topic.replication.factor", Static),
     row("sluice.emulate.kafka.version", String, None, Sluice, set!(emulate_kafka_version, parse_emulated_version), No),
@@ -299,9 +333,27 @@ mod table {
     row("sluice.quota.consumer.default", Long, None, Sluice, set!(quota_consumer_default_bytes_per_second, some_byte_rate), No),
     row("sluice.quota.producer.default", Long, None, Sluice, set!(quota_producer_default_bytes_per_second, some_byte_rate), No),
     row("sluice.quota.request.percentage.default", Double, None, Sluice, set!(quota_request_default_percentage, request_percentage), No),
+    row("sluice.ssl.file.check.interval.ms", Long, Some("5000"), Sluice, check_ms, No),
     ignored("socket.receive.buffer.bytes", Static),
     row("socket.request.max.bytes", Int, Some("104857600"), Static, set!(socket_request_max_bytes, min 1), Value(|c| c.socket_request_max_bytes.to_string())),
     ignored("socket.send.buffer.bytes", Static),
+    row("ssl.cipher.suites", List, None, KafkaOnly, checked_where_used, No),
+    row("ssl.client.auth", String, Some("none"), KafkaOnly, checked_where_used, No),
+    row("ssl.enabled.protocols", List, Some("TLSv1.2,TLSv1.3"), KafkaOnly, checked_where_used, No),
+    ignored("ssl.endpoint.identification.algorithm", KafkaOnly),
+    row("ssl.key.password", String, None, KafkaOnly, checked_where_used, No),
+    row("ssl.keystore.certificate.chain", String, None, KafkaOnly, checked_where_used, No),
+    row("ssl.keystore.key", String, None, KafkaOnly, checked_where_used, No),
+    row("ssl.keystore.location", String, None, KafkaOnly, checked_where_used, No),
+    row("ssl.keystore.password", String, None, KafkaOnly, checked_where_used, No),
+    row("ssl.keystore.type", String, Some("JKS"), KafkaOnly, checked_where_used, No),
+    row("ssl.principal.mapping.rules", String, Some("DEFAULT"), Static, checked_where_used, No),
+    row("ssl.protocol", String, Some("TLSv1.3"), KafkaOnly, checked_where_used, No),
+    row("ssl.truststore.certificates", String, None, KafkaOnly, checked_where_used, No),
+    row("ssl.truststore.location", String, None, KafkaOnly, checked_where_used, No),
+    row("ssl.truststore.password", String, None, KafkaOnly, checked_where_used, No),
+    row("ssl.truststore.type", String, Some("JKS"), KafkaOnly, checked_where_used, No),
+    row("super.users", String, None, Static, checked_where_used, No),
     row("transaction.abort.timed.out.transaction.cleanup.interval.ms", Int, Some("10000"), Static, set!(transaction_abort_timed_out_transaction_cleanup_interval_ms, min 1), No),
     row("transaction.max.timeout.ms", Int, Some("900000"), Static, set!(transaction_max_timeout_ms, min 1), No),
     row("transaction.partition.verification.enable", Boolean, Some("true"), KafkaOnly, set!(transaction_partition_verification_enable, parse_bool), No),

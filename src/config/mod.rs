@@ -17,6 +17,8 @@
 pub mod broker;
 pub mod env;
 pub mod group;
+pub mod listeners;
+mod properties;
 pub mod topic;
 
 use std::collections::BTreeMap;
@@ -24,6 +26,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use topic::TopicValues;
+
+pub use listeners::{Listener, SecurityProtocol};
+pub use properties::parse_properties;
 
 /// Where the broker listens and what it tells clients to connect to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,28 +43,12 @@ impl fmt::Display for Endpoint {
     }
 }
 
-/// One named listener of `listeners` or `advertised.listeners` (`NAME://host:port`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NamedEndpoint {
-    pub name: String,
-    pub endpoint: Endpoint,
-}
-
 /// Every setting the broker reads. Field names carry their unit.
 #[derive(Clone, Debug)]
 pub struct Config {
     pub node_id: i32,
-    /// The primary listener (the first PLAINTEXT one of `listeners`): the address the broker
-    /// reports as its own (`RunningBroker::local_addr`).
-    pub listener: Endpoint,
-    /// What clients of the primary listener are told to connect to.
-    pub advertised_listener: Endpoint,
-    /// Every listener served, the primary first: the PLAINTEXT listeners of `listeners` that
-    /// are not controller listeners (`controller.listener.names`; sluice has no controller
-    /// quorum to serve). Each has the advertised endpoint of the same name (or its own
-    /// address), which Metadata, FindCoordinator and DescribeCluster answer on it, as Kafka
-    /// answers with the endpoints of the listener a request came in on.
-    pub served_listeners: Vec<(NamedEndpoint, Endpoint)>,
+    /// Every listener served, in `listeners` order (controller listeners left out).
+    pub listeners: Vec<Listener>,
     pub log_dir: PathBuf,
     pub num_partitions: i32,
     pub default_replication_factor: i16,
@@ -180,9 +169,9 @@ impl std::error::Error for ConfigError {}
 impl Config {
     /// Reads a Java properties file (as Kafka's `server.properties`) into key/value pairs.
     pub fn read_properties(path: &Path) -> Result<Vec<(String, String)>, ConfigError> {
-        let text = std::fs::read_to_string(path)
+        let bytes = std::fs::read(path)
             .map_err(|e| ConfigError(format!("cannot read {}: {e}", path.display())))?;
-        Ok(parse_properties(&text))
+        Ok(parse_properties(&properties::decode_latin1(&bytes)))
     }
 
     /// Builds the configuration from properties applied in key order over the table's defaults.
@@ -208,9 +197,15 @@ impl Config {
                     key,
                     "ignoring Kafka setting that a single sluice broker does not use"
                 ),
+                // A listener's own value of a known key: read through `listener_value`.
+                None if listeners::prefixed_base_key(key).is_some_and(is_listener_key) => {}
                 None => tracing::warn!(key, "ignoring unknown setting"),
             }
         }
+        let default_listeners = broker::find("listeners")
+            .and_then(|s| s.default())
+            .unwrap_or_default();
+        config.listeners = listeners::resolve(&map, default_listeners)?;
         if config.queued_max_request_bytes > 0
             && (config.queued_max_request_bytes as u64) < config.socket_request_max_bytes as u64
         {
@@ -220,19 +215,16 @@ impl Config {
             ));
         }
         group::check_consumer_group_settings(&config)?;
-        if !map.contains_key("advertised.listeners") {
-            config.advertised_listener = advertise(&config.listener);
-        }
-        config.served_listeners = served_listeners(&map, &config)?;
         if let Some(http) = &config.http_listener {
             // The control endpoint is never one that Kafka clients use.
-            if config
-                .served_listeners
+            if let Some(listener) = config
+                .listeners
                 .iter()
-                .any(|(l, _)| l.endpoint.port == http.port && http.port != 0)
+                .find(|l| l.bind.port == http.port && http.port != 0)
             {
                 return Err(ConfigError(format!(
-                    "sluice.http.listener: {http} is a Kafka listener's port"
+                    "sluice.http.listener: {http} is the port of Kafka listener {}",
+                    listener.name
                 )));
             }
         }
@@ -241,15 +233,9 @@ impl Config {
 
     /// Every field empty, before the table's defaults are applied.
     fn unset() -> Config {
-        let nowhere = Endpoint {
-            host: String::new(),
-            port: 0,
-        };
         Config {
             node_id: 0,
-            listener: nowhere.clone(),
-            advertised_listener: nowhere,
-            served_listeners: Vec::new(),
+            listeners: Vec::new(),
             log_dir: PathBuf::new(),
             num_partitions: 0,
             default_replication_factor: 0,
@@ -331,22 +317,40 @@ impl Config {
         static NO_OVERRIDES: BTreeMap<String, String> = BTreeMap::new();
         TopicValues::new(&NO_OVERRIDES, &self.properties)
     }
+
+    /// `key` for one listener: `listener.name.<listener>.<key>` if set, else `key`.
+    pub fn listener_value(&self, listener: &str, key: &str) -> Option<&str> {
+        let prefixed = format!("listener.name.{}.{key}", listener.to_ascii_lowercase());
+        self.properties
+            .get(&prefixed)
+            .or_else(|| self.properties.get(key))
+            .map(String::as_str)
+    }
+
+    /// `key` for one SASL mechanism of one listener: `listener.name.<l>.<mechanism>.<key>`,
+    /// then the listener's value, then `key` (Kafka's `ConfigurationUtils` order).
+    pub fn mechanism_value(&self, listener: &str, mechanism: &str, key: &str) -> Option<&str> {
+        self.mechanism_only_value(listener, mechanism, key)
+            .or_else(|| self.listener_value(listener, key))
+    }
+
+    /// `listener.name.<l>.<mechanism>.<key>` alone: Kafka reads `sasl.jaas.config` and the
+    /// server callback handler only in this form.
+    pub fn mechanism_only_value(&self, listener: &str, mechanism: &str, key: &str) -> Option<&str> {
+        let prefixed = format!(
+            "listener.name.{}.{}.{key}",
+            listener.to_ascii_lowercase(),
+            mechanism.to_ascii_lowercase()
+        );
+        self.properties.get(&prefixed).map(String::as_str)
+    }
 }
 
-/// Java properties: `key=value` or `key: value`, `#` and `!` comments, blank lines skipped.
-/// Line continuations and escapes are not supported; Kafka's own files do not use them.
-pub fn parse_properties(text: &str) -> Vec<(String, String)> {
-    text.lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#') && !line.starts_with('!'))
-        .filter_map(|line| {
-            let split = line.find(['=', ':'])?;
-            Some((
-                line[..split].trim().to_string(),
-                line[split + 1..].trim().to_string(),
-            ))
-        })
-        .collect()
+/// Whether a listener-prefixed key's rest (`<key>` or `<mechanism>.<key>`) names a key sluice
+/// reads per listener.
+fn is_listener_key(rest: &str) -> bool {
+    let known = |k: &str| broker::find(k).is_some_and(|s| s.is_used());
+    known(rest) || rest.split_once('.').is_some_and(|(_, k)| known(k))
 }
 
 fn parse<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, ConfigError> {
@@ -385,34 +389,6 @@ fn parse_bool(key: &str, value: &str) -> Result<bool, ConfigError> {
     }
 }
 
-/// `PLAINTEXT://host:port[,NAME://host:port...]`: sluice serves the first PLAINTEXT listener
-/// (or the first listener when none is named PLAINTEXT).
-fn parse_listener(key: &str, value: &str) -> Result<Endpoint, ConfigError> {
-    let listeners: Vec<&str> = value
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect();
-    let chosen = listeners
-        .iter()
-        .find(|l| l.starts_with("PLAINTEXT://"))
-        .or(listeners.first())
-        .ok_or_else(|| ConfigError(format!("{key}: no listener in '{value}'")))?;
-    let (_, address) = chosen
-        .split_once("://")
-        .ok_or_else(|| ConfigError(format!("{key}: expected NAME://host:port, got '{chosen}'")))?;
-    let (host, port) = address
-        .rsplit_once(':')
-        .ok_or_else(|| ConfigError(format!("{key}: missing port in '{chosen}'")))?;
-    let port: u16 = parse(key, port)?;
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let host = if host.is_empty() { "0.0.0.0" } else { host };
-    Ok(Endpoint {
-        host: host.to_string(),
-        port,
-    })
-}
-
 /// `host:port` (an `http://` prefix allowed); empty: no HTTP listener.
 fn parse_http_listener(key: &str, value: &str) -> Result<Option<Endpoint>, ConfigError> {
     let value = value.trim();
@@ -420,7 +396,16 @@ fn parse_http_listener(key: &str, value: &str) -> Result<Option<Endpoint>, Confi
         return Ok(None);
     }
     let address = value.strip_prefix("http://").unwrap_or(value);
-    parse_listener(key, &format!("HTTP://{address}")).map(Some)
+    let parsed = listeners::parse_endpoints(key, &format!("HTTP://{address}"))?;
+    let Some((_, mut endpoint)) = parsed.into_iter().next() else {
+        return Err(ConfigError(format!(
+            "{key}: expected host:port, got '{value}'"
+        )));
+    };
+    if endpoint.host.is_empty() {
+        endpoint.host = "0.0.0.0".into();
+    }
+    Ok(Some(endpoint))
 }
 
 /// `MAJOR.MINOR` of a Kafka release (`3.6`; a patch number is allowed and ignored); the
@@ -442,92 +427,6 @@ fn parse_emulated_version(key: &str, value: &str) -> Result<Option<String>, Conf
         )));
     }
     Ok(Some(format!("{major}.{minor}")))
-}
-
-/// What a listener bound to `endpoint` advertises when `advertised.listeners` does not name it:
-/// its own address, with a wildcard host advertised as loopback.
-fn advertise(endpoint: &Endpoint) -> Endpoint {
-    let mut advertised = endpoint.clone();
-    if advertised.host == "0.0.0.0" || advertised.host.is_empty() {
-        advertised.host = "127.0.0.1".into();
-    }
-    advertised
-}
-
-/// Every `NAME://host:port` of a listener list.
-fn parse_named_listeners(key: &str, value: &str) -> Result<Vec<NamedEndpoint>, ConfigError> {
-    value
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|item| {
-            let (name, _) = item.split_once("://").ok_or_else(|| {
-                ConfigError(format!("{key}: expected NAME://host:port, got '{item}'"))
-            })?;
-            Ok(NamedEndpoint {
-                name: name.to_string(),
-                endpoint: parse_listener(key, item)?,
-            })
-        })
-        .collect()
-}
-
-/// The listeners sluice serves (see `Config::served_listeners`), the primary first, each with
-/// its advertised endpoint. A listener whose security protocol
-/// (`listener.security.protocol.map`, or its own name) is not PLAINTEXT is not served.
-fn served_listeners(
-    map: &BTreeMap<&str, &str>,
-    config: &Config,
-) -> Result<Vec<(NamedEndpoint, Endpoint)>, ConfigError> {
-    let listeners = match map.get("listeners") {
-        Some(value) => parse_named_listeners("listeners", value)?,
-        None => Vec::new(),
-    };
-    let advertised = match map.get("advertised.listeners") {
-        Some(value) => parse_named_listeners("advertised.listeners", value)?,
-        None => Vec::new(),
-    };
-    let controllers: Vec<&str> = map
-        .get("controller.listener.names")
-        .map(|names| names.split(',').map(str::trim).collect())
-        .unwrap_or_default();
-    let protocols: BTreeMap<&str, &str> = map
-        .get("listener.security.protocol.map")
-        .map(|value| {
-            value
-                .split(',')
-                .filter_map(|pair| pair.trim().split_once(':'))
-                .collect()
-        })
-        .unwrap_or_default();
-    let primary = NamedEndpoint {
-        name: "PLAINTEXT".into(),
-        endpoint: config.listener.clone(),
-    };
-    let mut served = vec![(primary, config.advertised_listener.clone())];
-    for listener in listeners {
-        let protocol = protocols
-            .get(listener.name.as_str())
-            .copied()
-            .unwrap_or(listener.name.as_str());
-        if listener.endpoint == config.listener {
-            served[0].0.name = listener.name;
-            continue;
-        }
-        if controllers.contains(&listener.name.as_str()) {
-            continue;
-        }
-        if protocol != "PLAINTEXT" {
-            tracing::warn!(listener = %listener.name, protocol, "not serving a listener that is not PLAINTEXT");
-            continue;
-        }
-        let advertised = advertised
-            .iter()
-            .find(|a| a.name == listener.name)
-            .map_or_else(|| advertise(&listener.endpoint), |a| a.endpoint.clone());
-        served.push((listener, advertised));
-    }
-    Ok(served)
 }
 
 #[cfg(test)]

@@ -57,6 +57,10 @@ pub const GROUP_CONFIGS_FILE: &str = "sluice-group-configs";
 pub const PRODUCER_ID_BLOCK_FILE: &str = "sluice-producer-id-block";
 /// sluice's own: client quotas.
 pub const QUOTA_FILE: &str = "client-quotas";
+/// SCRAM credentials set through AlterUserScramCredentials (`security::scram_store`).
+pub const SCRAM_CREDENTIALS_FILE: &str = "sluice-scram-credentials";
+/// ACLs set through CreateAcls (`security::acl_store`).
+pub const ACLS_FILE: &str = "sluice-acls";
 
 /// Suffix of a partition directory being deleted: `<topic>-<partition>.<topic id>-delete`.
 pub const DELETE_DIR_SUFFIX: &str = "-delete";

@@ -20,6 +20,13 @@
 //! throttle time, the connection is muted for that long, neither read nor processed. When a
 //! reader finds the pool empty the broker logs it (at most every 10 s): the observable sign
 //! that it is pushing back on its clients.
+//!
+//! On a TLS listener the TLS handshake comes first (a failed one closes the connection, as
+//! Kafka's); on an SSL listener the client certificate gives the principal. Until a SASL
+//! connection has authenticated, one request is handled at a time (as Kafka's authenticator
+//! reads one token at a time) and frames are bounded by `sasl.server.max.receive.size`; which
+//! requests are answered then, and how, is `api::sasl`'s. A SASL token after a v0 handshake
+//! has no request header, so the frame goes to `api::sasl::raw_token` as it is.
 
 use std::collections::VecDeque;
 use std::future::{poll_fn, Future};
@@ -30,60 +37,127 @@ use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::io::{AsyncRead, AsyncWriteExt, BufReader};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use super::frame::{read_frame_body, read_frame_size, FrameError};
-use super::send::write_frame;
-use crate::api::{self, Broker, Outcome};
+use super::transport::{split_plain, split_tls, ReadSide, WriteSide};
+use crate::api::{self, Broker, Outcome, Session};
 use crate::protocol::{api_versions_fallback, decode_request, DecodeError};
+use crate::security::tls::TlsServer;
+use crate::security::Principal;
 use crate::time::{Clock, SystemClock};
 
-type Reader = BufReader<OwnedReadHalf>;
+type Reader = BufReader<ReadSide>;
+
+/// The longest a client may take over its TLS handshake before the connection is dropped.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What woke the connection's loop.
 enum Event {
     Read(Reader, Result<Option<ReadRequest>, FrameError>),
-    Handled(OwnedWriteHalf, Result<Option<Duration>, String>),
+    Handled(WriteSide, Box<Session>, Result<Option<Duration>, String>),
     Unmuted,
     Shutdown,
 }
 
+/// Serves one accepted connection on listener `listener` (its index in the config), doing the
+/// TLS handshake first when `tls` is given.
 pub async fn serve_connection(
     stream: TcpStream,
     broker: Arc<Broker>,
+    listener: usize,
+    tls: Option<Arc<TlsServer>>,
+    shutdown: watch::Receiver<bool>,
+) {
+    let Ok(peer_addr) = stream.peer_addr() else {
+        return;
+    };
+    let _ = stream.set_nodelay(true);
+    let sasl = broker.config.listeners[listener].protocol.uses_sasl();
+    let (read_half, write_half, principal) = match tls {
+        None => {
+            let (r, w) = split_plain(stream);
+            (r, w, Principal::anonymous())
+        }
+        Some(tls) => {
+            let acceptor = tokio_rustls::TlsAcceptor::from(tls.server_config());
+            let stream =
+                match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                    Ok(Ok(stream)) => stream,
+                    Ok(Err(e)) => {
+                        tracing::info!(peer = %peer_addr, "TLS handshake failed: {e}");
+                        return;
+                    }
+                    Err(_) => {
+                        tracing::info!(peer = %peer_addr, "TLS handshake timed out");
+                        return;
+                    }
+                };
+            // On SASL_SSL the principal comes from SASL; on SSL from the certificate.
+            let principal = if sasl {
+                Ok(Principal::anonymous())
+            } else {
+                tls.principal(stream.get_ref().1.peer_certificates())
+            };
+            let principal = match principal {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::info!(peer = %peer_addr, "closing connection: {e}");
+                    return;
+                }
+            };
+            let (r, w) = split_tls(stream);
+            (r, w, principal)
+        }
+    };
+    let session = Session::new(listener, peer_addr, principal, sasl);
+    serve(broker, read_half, write_half, session, shutdown).await;
+}
+
+async fn serve(
+    broker: Arc<Broker>,
+    read_half: ReadSide,
+    write_half: WriteSide,
+    session: Session,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let peer = stream
-        .peer_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
-    let _ = stream.set_nodelay(true);
-    let (read_half, write_half) = stream.into_split();
-    let max_in_flight = broker.config.max_in_flight_requests_per_connection.max(1);
-    let max_frame_bytes = broker.config.socket_request_max_bytes;
+    let peer = session.peer.to_string();
+    let max_in_flight_authenticated = broker.config.max_in_flight_requests_per_connection.max(1);
     let memory = broker.request_memory.clone();
+    let mut authenticated = session.is_authenticated();
 
-    // Each future owns its half of the socket and hands it back when it completes; `None` in
-    // the slot means the half is idle (or gone, once reading has stopped).
+    // Each future owns its half of the socket (and the session) and hands it back when it
+    // completes; `None` in the slot means it is idle (or gone, once reading has stopped).
     let mut reader = Some(BufReader::new(read_half));
     let mut writer = Some(write_half);
+    let mut session = Some(Box::new(session));
     let mut reading = pin!(None);
     let mut handling = pin!(None);
-    let mut queued: VecDeque<ReadRequest> = VecDeque::with_capacity(max_in_flight);
+    let mut queued: VecDeque<ReadRequest> = VecDeque::with_capacity(max_in_flight_authenticated);
     let mut muted_until: Option<Instant> = None;
     let mut accepting = true;
 
     loop {
         let muted = muted_until.is_some();
         if !muted && handling.is_none() && !queued.is_empty() {
-            if let (Some(request), Some(w)) = (queued.pop_front(), writer.take()) {
-                handling.set(Some(handle(&broker, request, w, &peer)));
+            if let (Some(request), Some(w), Some(s)) =
+                (queued.pop_front(), writer.take(), session.take())
+            {
+                handling.set(Some(handle(&broker, request, w, s)));
             }
         }
+        // Before authentication, one request at a time, each bounded as a SASL token.
+        let (max_in_flight, max_frame_bytes) = if authenticated {
+            (
+                max_in_flight_authenticated,
+                broker.config.socket_request_max_bytes,
+            )
+        } else {
+            (1, broker.security.sasl_max_receive_bytes)
+        };
         // A read takes a slot before it starts; slots are held until the response is written.
         let in_flight = queued.len() + usize::from(handling.is_some());
         if accepting && !muted && in_flight < max_in_flight {
@@ -99,8 +173,8 @@ pub async fn serve_connection(
         let mut unmute = pin!(muted_until.map(tokio::time::sleep_until));
         let event = poll_fn(|cx| {
             if let Some(f) = handling.as_mut().as_pin_mut() {
-                if let Poll::Ready((w, outcome)) = f.poll(cx) {
-                    return Poll::Ready(Event::Handled(w, outcome));
+                if let Poll::Ready((w, s, outcome)) = f.poll(cx) {
+                    return Poll::Ready(Event::Handled(w, s, outcome));
                 }
             }
             if let Some(f) = reading.as_mut().as_pin_mut() {
@@ -121,9 +195,11 @@ pub async fn serve_connection(
         .await;
 
         match event {
-            Event::Handled(w, outcome) => {
+            Event::Handled(w, s, outcome) => {
                 handling.set(None);
                 writer = Some(w);
+                authenticated = s.is_authenticated();
+                session = Some(s);
                 match outcome {
                     Ok(None) => {}
                     Ok(Some(throttle)) if accepting => {
@@ -174,18 +250,18 @@ async fn read_next(
     (reader, frame)
 }
 
-/// Handles one request with the writer it owns, and hands the writer back. The request's
-/// memory is released once its response is written (or never will be).
+/// Handles one request with the writer and session it owns, and hands them back. The
+/// request's memory is released once its response is written (or never will be).
 async fn handle(
     broker: &Broker,
     request: ReadRequest,
-    mut writer: OwnedWriteHalf,
-    peer: &str,
-) -> (OwnedWriteHalf, Result<Option<Duration>, String>) {
+    mut writer: WriteSide,
+    mut session: Box<Session>,
+) -> (WriteSide, Box<Session>, Result<Option<Duration>, String>) {
     let ReadRequest { frame, memory } = request;
-    let outcome = process(broker, frame, &mut writer, peer).await;
+    let outcome = process(broker, frame, &mut writer, &mut session).await;
     drop(memory);
-    (writer, outcome)
+    (writer, session, outcome)
 }
 
 /// A request frame and its share of `queued.max.request.bytes`, held until it is answered.
@@ -251,22 +327,39 @@ fn note_request_memory_exhausted(pool: &Semaphore, frame_bytes: usize) {
 async fn process(
     broker: &Broker,
     frame: Bytes,
-    writer: &mut OwnedWriteHalf,
-    peer: &str,
+    writer: &mut WriteSide,
+    session: &mut Session,
 ) -> Result<Option<Duration>, String> {
     let request_bytes = frame.len();
-    let outcome = match decode_request(frame, &broker.versions) {
-        Ok(request) => api::handle(broker, request, peer, request_bytes).await,
-        Err(DecodeError::ApiVersionsUnsupported { correlation_id }) => {
-            Outcome::Respond(api_versions_fallback(correlation_id, &broker.versions))
+    let outcome = if session.sasl.as_ref().is_some_and(|s| s.expects_raw_token()) {
+        api::sasl::raw_token(broker, session, frame)
+    } else {
+        match decode_request(frame, &broker.versions) {
+            Ok(request) => api::handle(broker, session, request, request_bytes).await,
+            Err(DecodeError::ApiVersionsUnsupported { correlation_id }) => {
+                Outcome::Respond(api_versions_fallback(correlation_id, &broker.versions))
+            }
+            Err(e) => Outcome::Close(e.to_string()),
         }
-        Err(e) => Outcome::Close(e.to_string()),
     };
     let (response, mute) = match outcome {
         Outcome::Respond(frame) => (Some(frame), None),
         Outcome::RespondFrame(frame) => {
-            let written = write_frame(writer.as_ref(), &frame).await;
+            let written = writer.write_frame(&frame).await;
             return written.map(|()| None).map_err(|e| e.to_string());
+        }
+        Outcome::RespondAndClose {
+            response,
+            delay,
+            reason,
+        } => {
+            // Kafka sends the failure, then closes after `connection.failed.authentication.delay.ms`.
+            writer
+                .write_bytes(&response)
+                .await
+                .map_err(|e| e.to_string())?;
+            tokio::time::sleep(delay).await;
+            return Err(reason);
         }
         Outcome::NoResponse => (None, None),
         Outcome::Close(reason) => return Err(reason),
@@ -279,7 +372,10 @@ async fn process(
         ),
     };
     if let Some(frame) = response {
-        writer.write_all(&frame).await.map_err(|e| e.to_string())?;
+        writer
+            .write_bytes(&frame)
+            .await
+            .map_err(|e| e.to_string())?;
     }
     Ok(mute)
 }

@@ -1,7 +1,9 @@
 //! The accept loop. At most `max.connections` connections are served at once; past that the
 //! loop stops accepting and new clients wait in the kernel's backlog. A connection from an ip
 //! over its `connection_creation_rate` is held unread for the throttle time and then closed
-//! unserved, as Kafka's acceptor does (KIP-612).
+//! unserved, as Kafka's acceptor does (KIP-612). The limit is shared by every listener. Each
+//! connection served is counted for the metrics while it is open; while the refuse-connections
+//! fault is armed, every listener closes new connections at once.
 
 use std::sync::Arc;
 
@@ -10,6 +12,15 @@ use tokio::sync::{mpsc, watch, Semaphore};
 
 use super::connection::serve_connection;
 use crate::api::Broker;
+use crate::security::tls::TlsServer;
+
+/// One bound listener: its index in `Config::listeners` and, on SSL and SASL_SSL, its TLS
+/// settings.
+pub struct BoundListener {
+    pub socket: TcpListener,
+    pub index: usize,
+    pub tls: Option<Arc<TlsServer>>,
+}
 
 /// Binds the listening socket on `host:port` (port 0: any free port).
 pub async fn bind(host: &str, port: u16) -> std::io::Result<TcpListener> {
@@ -19,12 +30,17 @@ pub async fn bind(host: &str, port: u16) -> std::io::Result<TcpListener> {
 /// Accepts until shutdown. Each connection task holds a clone of `drain`; the server knows all
 /// connections have finished when every clone is dropped.
 pub async fn serve_listener(
-    listener: TcpListener,
+    bound: BoundListener,
     broker: Arc<Broker>,
+    permits: Arc<Semaphore>,
     mut shutdown: watch::Receiver<bool>,
     drain: mpsc::Sender<()>,
 ) {
-    let permits = Arc::new(Semaphore::new(broker.config.max_connections));
+    let BoundListener {
+        socket: listener,
+        index,
+        tls,
+    } = bound;
     loop {
         let permit = tokio::select! {
             permit = permits.clone().acquire_owned() => match permit { Ok(p) => p, Err(_) => return },
@@ -57,8 +73,9 @@ pub async fn serve_listener(
                 let broker = broker.clone();
                 let shutdown = shutdown.clone();
                 let drain = drain.clone();
+                let tls = tls.clone();
                 tokio::spawn(async move {
-                    serve_connection(stream, broker, shutdown).await;
+                    serve_connection(stream, broker, index, tls, shutdown).await;
                     drop(open);
                     drop(permit);
                     drop(drain);

@@ -2,6 +2,13 @@
 //! `send`, and segment file ranges with `sendfile`, so fetched records go from the page cache to
 //! the socket without passing through user space, as Kafka sends them.
 //!
+//! Over TLS the records must be encrypted in user space: `write_frame_tls` reads each file
+//! range in pieces of at most `TLS_FILE_CHUNK_BYTES` into one buffer with `pread`, and rustls
+//! encrypts each piece into its records, which are written to the socket. That is the copying
+//! Kafka does over TLS (`SslTransportLayer.transferFrom` reads the file into a buffer that its
+//! `SSLEngine` wraps). Kernel TLS, which would keep `sendfile`, needs the kernel's `tls` TCP
+//! upper-layer protocol (see docs/security.md); where it is missing this is the path.
+//!
 //! Every chunk but the last is sent with `MSG_MORE`, so a partition's few header bytes leave in
 //! the same TCP segment as its records instead of alone (the socket has `TCP_NODELAY`).
 //! The file ranges are fixed under their partition's lock and segment bytes never change once
@@ -12,8 +19,9 @@
 use crate::disk::File;
 use std::io;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
 
-use tokio::io::Interest;
+use tokio::io::{AsyncWrite, AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
 
 use crate::protocol::{Chunk, ResponseFrame};
@@ -32,6 +40,45 @@ pub async fn write_frame(stream: &TcpStream, frame: &ResponseFrame) -> io::Resul
         }
     }
     Ok(())
+}
+
+/// The most record bytes read from a segment at a time to be encrypted: one TLS record's
+/// plaintext (16 KiB) times four, so that each write hands rustls a few whole records.
+pub const TLS_FILE_CHUNK_BYTES: usize = 64 * 1024;
+
+/// Writes every chunk of `frame` through a TLS stream: file ranges through one bounded buffer.
+pub async fn write_frame_tls<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    frame: &ResponseFrame,
+) -> io::Result<()> {
+    let mut buffer = Vec::new();
+    for chunk in &frame.chunks {
+        match chunk {
+            Chunk::Bytes(bytes) => writer.write_all(bytes).await?,
+            Chunk::File {
+                file,
+                position,
+                len,
+            } => {
+                let (mut position, mut remaining) = (*position, *len);
+                buffer.resize(remaining.min(TLS_FILE_CHUNK_BYTES), 0);
+                while remaining > 0 {
+                    let piece = remaining.min(buffer.len());
+                    let read = file.read_at(&mut buffer[..piece], position)?;
+                    if read == 0 {
+                        return Err(io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            "segment file shorter than the range being sent",
+                        ));
+                    }
+                    writer.write_all(&buffer[..read]).await?;
+                    position += read as u64;
+                    remaining -= read;
+                }
+            }
+        }
+    }
+    writer.flush().await
 }
 
 async fn send_bytes(stream: &TcpStream, mut bytes: &[u8], more: bool) -> io::Result<()> {

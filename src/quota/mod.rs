@@ -30,6 +30,7 @@ pub use admin::{
     AlterEntry, AlterOp, FilterComponent, QuotaError, MATCH_DEFAULT, MATCH_EXACT, MATCH_SPECIFIED,
 };
 pub use entity::{EntityName, QuotaEntity, QuotaKey, QuotaValues, ANONYMOUS_USER};
+
 pub use store::QUOTA_FILE_NAME;
 pub use timing::busy_time;
 
@@ -39,6 +40,24 @@ use rate::{SampledRate, WindowConfig};
 
 use crate::config::Config;
 use crate::disk::Disk;
+
+/// Who a request is charged to: the authenticated user (the principal's name; `ANONYMOUS`
+/// without authentication) and the request header's client id.
+#[derive(Clone, Copy, Debug)]
+pub struct QuotaClient<'a> {
+    pub user: &'a str,
+    pub client_id: &'a str,
+}
+
+/// A bare client id: a request of the unauthenticated user (`ANONYMOUS`).
+impl<'a> From<&'a str> for QuotaClient<'a> {
+    fn from(client_id: &'a str) -> Self {
+        QuotaClient {
+            user: ANONYMOUS_USER,
+            client_id,
+        }
+    }
+}
 
 /// A client's measured rate is forgotten after this long without requests, as Kafka expires
 /// its quota sensors (`InactiveSensorExpirationTimeSeconds`).
@@ -168,20 +187,20 @@ impl QuotaManager {
     }
 
     /// The rate a client's `key` is measured in and its bound, or None when unlimited.
-    fn resolve(&self, key: QuotaKey, client_id: &str) -> Option<(SensorKey, f64)> {
+    fn resolve(&self, key: QuotaKey, client: QuotaClient<'_>) -> Option<(SensorKey, f64)> {
         let configured = self.configured.read().unwrap_or_else(|e| e.into_inner());
         if !configured.enabled[key.index()] {
             return None;
         }
         let overrides = &configured.overrides;
-        let sensor = overrides.sensor_key(key, ANONYMOUS_USER, client_id);
+        let sensor = overrides.sensor_key(key, client.user, client.client_id);
         let bound = overrides.limit(key, &sensor, self.static_defaults[key.index()])?;
         Some((sensor, bound))
     }
 
     /// Charges `value` to the client's `key` rate; returns the throttle time in ms.
-    fn record(&self, key: QuotaKey, client_id: &str, value: f64, now_ms: i64) -> i64 {
-        let Some((sensor, bound)) = self.resolve(key, client_id) else {
+    fn record(&self, key: QuotaKey, client: QuotaClient<'_>, value: f64, now_ms: i64) -> i64 {
+        let Some((sensor, bound)) = self.resolve(key, client) else {
             return 0;
         };
         let mut rates = self.rates[key.index()]
@@ -192,10 +211,16 @@ impl QuotaManager {
     }
 
     /// Charges a Produce request's size (header and body) to `producer_byte_rate`.
-    pub fn record_produce(&self, client_id: &str, request_bytes: usize, now_ms: i64) -> i32 {
+    pub fn record_produce<'c>(
+        &self,
+        client: impl Into<QuotaClient<'c>>,
+        request_bytes: usize,
+        now_ms: i64,
+    ) -> i32 {
+        let client = client.into();
         let throttle_ms = self.record(
             QuotaKey::ProducerByteRate,
-            client_id,
+            client,
             request_bytes as f64,
             now_ms,
         );
@@ -203,10 +228,16 @@ impl QuotaManager {
     }
 
     /// Charges a Fetch response's size to `consumer_byte_rate`.
-    pub fn record_fetch(&self, client_id: &str, response_bytes: usize, now_ms: i64) -> i32 {
+    pub fn record_fetch<'c>(
+        &self,
+        client: impl Into<QuotaClient<'c>>,
+        response_bytes: usize,
+        now_ms: i64,
+    ) -> i32 {
+        let client = client.into();
         let throttle_ms = self.record(
             QuotaKey::ConsumerByteRate,
-            client_id,
+            client,
             response_bytes as f64,
             now_ms,
         );
@@ -214,9 +245,15 @@ impl QuotaManager {
     }
 
     /// Takes back a charged fetch that is answered empty because it was throttled.
-    pub fn unrecord_fetch(&self, client_id: &str, response_bytes: usize, now_ms: i64) {
+    pub fn unrecord_fetch<'c>(
+        &self,
+        client: impl Into<QuotaClient<'c>>,
+        response_bytes: usize,
+        now_ms: i64,
+    ) {
+        let client = client.into();
         let key = QuotaKey::ConsumerByteRate;
-        if let Some((sensor, _)) = self.resolve(key, client_id) {
+        if let Some((sensor, _)) = self.resolve(key, client) {
             let mut rates = self.rates[key.index()]
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
@@ -227,8 +264,9 @@ impl QuotaManager {
 
     /// The most a fetch may return so that one response never forces a throttle on its own:
     /// `consumer_byte_rate × (quota.window.num − 1) × quota.window.size.seconds`.
-    pub fn fetch_max_bytes(&self, client_id: &str) -> i32 {
-        match self.resolve(QuotaKey::ConsumerByteRate, client_id) {
+    pub fn fetch_max_bytes<'c>(&self, client: impl Into<QuotaClient<'c>>) -> i32 {
+        let client = client.into();
+        match self.resolve(QuotaKey::ConsumerByteRate, client) {
             // Saturating, as Java's double-to-int cast.
             Some((_, bound)) => self.window.max_value_in_window(bound) as i32,
             None => i32::MAX,
@@ -238,22 +276,29 @@ impl QuotaManager {
     /// Charges handler thread time to `request_percentage` (percent of one thread per
     /// second; sluice's capacity is 100% × its worker threads). Kafka caps this throttle at
     /// one quota window.
-    pub fn record_request_time(&self, client_id: &str, busy: Duration, now_ms: i64) -> i32 {
+    pub fn record_request_time<'c>(
+        &self,
+        client: impl Into<QuotaClient<'c>>,
+        busy: Duration,
+        now_ms: i64,
+    ) -> i32 {
+        let client = client.into();
         let percent = busy.as_nanos() as f64 * 100.0 / 1e9;
-        let throttle_ms = self.record(QuotaKey::RequestPercentage, client_id, percent, now_ms);
+        let throttle_ms = self.record(QuotaKey::RequestPercentage, client, percent, now_ms);
         saturate(throttle_ms.min(self.window.window_ms))
     }
 
     /// The `controller_mutation_rate` of a CreateTopics, CreatePartitions or DeleteTopics
     /// request from `client_id`; `strict` for the versions that may refuse topics.
-    pub fn controller_mutation(
+    pub fn controller_mutation<'c>(
         &self,
-        client_id: &str,
+        client: impl Into<QuotaClient<'c>>,
         strict: bool,
     ) -> ControllerMutationQuota<'_> {
+        let client = client.into();
         ControllerMutationQuota {
             manager: self,
-            limit: self.resolve(QuotaKey::ControllerMutationRate, client_id),
+            limit: self.resolve(QuotaKey::ControllerMutationRate, client),
             strict,
             last_throttle_ms: 0,
             last_recorded_ms: 0,

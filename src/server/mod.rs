@@ -1,5 +1,6 @@
-//! Process lifecycle: open the log directory, bind the listener, run the accept loop and the
-//! background tasks (flush scheduler, checkpoint writer), and shut down gracefully: stop
+//! Process lifecycle: serve the HTTP endpoint, bind every listener, open the log directory, run
+//! an accept loop per listener and the background tasks (flush scheduler, checkpoint writer,
+//! TLS store reloads), and shut down gracefully: stop
 //! accepting, answer requests already read, then close every log, write the checkpoints and
 //! the clean-shutdown marker.
 
@@ -16,9 +17,10 @@ use crate::config::Config;
 use crate::disk::Disk;
 use crate::group::{GroupConfig, GroupCoordinator};
 use crate::metrics::BrokerMetrics;
-use crate::network::{self, serve_listener, HttpState};
+use crate::network::{self, serve_listener, BoundListener, HttpState};
 use crate::protocol::VersionTable;
 use crate::quota::QuotaManager;
+use crate::security::Security;
 use crate::storage::consumer_offsets::ConsumerOffsetsStore;
 use crate::storage::transaction_state::TransactionStateStore;
 use crate::storage::{LogManager, MarkerWriter};
@@ -30,7 +32,10 @@ const SHUTDOWN_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A started broker.
 pub struct RunningBroker {
+    /// The first listener's bound address.
     pub local_addr: SocketAddr,
+    /// Every listener's name and bound address, in `listeners` order.
+    pub listener_addrs: Vec<(String, SocketAddr)>,
     /// Where `sluice.http.listener` serves metrics, health and fault injection, if set.
     pub http_addr: Option<SocketAddr>,
     faults: Arc<Faults>,
@@ -45,6 +50,14 @@ impl RunningBroker {
     /// recovery point), as Kafka's tests reach into `broker.logManager`.
     pub fn log_manager(&self) -> &Arc<LogManager> {
         &self.logs
+    }
+
+    /// The bound address of the listener named `name`.
+    pub fn listener_addr(&self, name: &str) -> Option<SocketAddr> {
+        self.listener_addrs
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, a)| *a)
     }
 
     /// Fault injection (`sluice.fault.injection.enable`), for the embedded API.
@@ -132,24 +145,24 @@ pub async fn start_on(
         }
         None => None,
     };
-    let mut bound = Vec::with_capacity(config.served_listeners.len());
-    for (listener, _) in &config.served_listeners {
-        let address = &listener.endpoint;
-        let socket = network::bind(&address.host, address.port)
+    let mut sockets = Vec::new();
+    let mut listener_addrs = Vec::new();
+    for listener in config.listeners.iter_mut() {
+        let bind = &listener.bind;
+        let socket = network::bind(&bind.host, bind.port)
             .await
-            .map_err(|e| anyhow::anyhow!("cannot listen on {address} ({}): {e}", listener.name))?;
-        bound.push(socket);
-    }
-    let local_addr = bound[0].local_addr()?;
-    if config.advertised_listener.port == 0 {
-        config.advertised_listener.port = local_addr.port();
-    }
-    for ((_, advertised), socket) in config.served_listeners.iter_mut().zip(&bound) {
-        if advertised.port == 0 {
-            advertised.port = socket.local_addr()?.port();
+            .map_err(|e| anyhow::anyhow!("cannot listen on {bind} ({}): {e}", listener.name))?;
+        let addr = socket.local_addr()?;
+        // Port 0 binds any free port; clients are told the one bound.
+        if listener.advertised.port == 0 {
+            listener.advertised.port = addr.port();
         }
+        listener_addrs.push((listener.name.clone(), addr));
+        sockets.push(socket);
     }
+    let local_addr = listener_addrs[0].1;
     let config = Arc::new(config);
+    let security = Arc::new(Security::open(&config, &disk)?);
     let logs = Arc::new(LogManager::open(
         config.clone(),
         disk.clone(),
@@ -181,7 +194,7 @@ pub async fn start_on(
         .ok()
         .filter(|&bytes| bytes > 0)
         .map(|bytes| Arc::new(Semaphore::new(bytes.min(Semaphore::MAX_PERMITS))));
-    let broker = Broker {
+    let broker = Arc::new(Broker {
         config: config.clone(),
         logs: logs.clone(),
         groups: groups.clone(),
@@ -191,31 +204,17 @@ pub async fn start_on(
         shutdown: shutdown_rx.clone(),
         quotas,
         request_memory,
+        security: security.clone(),
         metrics: Arc::new(BrokerMetrics::default()),
         faults: Arc::new(Faults::new(config.fault_injection_enable)),
         versions,
-    };
+    });
     let faults = broker.faults.clone();
-    // Each listener's handlers see the broker with that listener's advertised endpoint, which
-    // Metadata, FindCoordinator and DescribeCluster answer with.
-    let listeners: Vec<_> = bound
-        .into_iter()
-        .zip(&config.served_listeners)
-        .map(|(socket, (_, advertised))| {
-            let mut seen = (*config).clone();
-            seen.advertised_listener = advertised.clone();
-            let broker = Broker {
-                config: Arc::new(seen),
-                ..broker.clone()
-            };
-            (socket, Arc::new(broker))
-        })
-        .collect();
     let (running_logs, running_clock) = (logs.clone(), clock.clone());
-    tracing::info!(%local_addr, advertised = %config.advertised_listener, node_id = config.node_id, "sluice is serving");
-    if let Some((_, primary)) = listeners.first() {
-        http_state.set_ready(primary.clone());
+    for (listener, (_, addr)) in config.listeners.iter().zip(&listener_addrs) {
+        tracing::info!(listener = %listener.name, protocol = %listener.protocol, local_addr = %addr, advertised = %listener.advertised, node_id = config.node_id, "sluice is serving");
     }
+    http_state.set_ready(broker.clone());
     log_kafka_started(&config);
 
     let task = tokio::spawn(async move {
@@ -231,21 +230,33 @@ pub async fn start_on(
             async move { groups.run_timers(shutdown).await }
         });
         let txn_timers = tokio::spawn(txn.clone().run_timers(shutdown_rx.clone()));
-        let serving: Vec<_> = listeners
-            .into_iter()
-            .map(|(socket, broker)| {
-                tokio::spawn(serve_listener(
-                    socket,
-                    broker,
-                    shutdown_rx.clone(),
-                    drain_tx.clone(),
-                ))
-            })
-            .collect();
-        drop(drain_tx);
-        for listener in serving {
-            let _ = listener.await;
+        let tls_reload = tokio::spawn(reload_tls_task(
+            security.clone(),
+            config.clone(),
+            shutdown_rx.clone(),
+        ));
+        // One connection limit for every listener, as Kafka's max.connections.
+        let permits = Arc::new(Semaphore::new(broker.config.max_connections));
+        let mut accepting = Vec::new();
+        for (index, socket) in sockets.into_iter().enumerate() {
+            let bound = BoundListener {
+                socket,
+                index,
+                tls: security.listeners[index].tls.clone(),
+            };
+            accepting.push(tokio::spawn(serve_listener(
+                bound,
+                broker.clone(),
+                permits.clone(),
+                shutdown_rx.clone(),
+                drain_tx.clone(),
+            )));
         }
+        drop(drain_tx);
+        for task in accepting {
+            let _ = task.await;
+        }
+        let _ = tls_reload.await;
         // Parked joins and syncs are answered now, so their connections can finish.
         groups.shutdown();
         txn.shutdown();
@@ -267,6 +278,7 @@ pub async fn start_on(
     });
     Ok(RunningBroker {
         local_addr,
+        listener_addrs,
         http_addr,
         faults,
         logs: running_logs,
@@ -274,6 +286,34 @@ pub async fn start_on(
         shutdown: shutdown_tx,
         task,
     })
+}
+
+/// Reloads TLS key and trust stores whose files changed, every
+/// `sluice.ssl.file.check.interval.ms` (0: never).
+async fn reload_tls_task(
+    security: Arc<Security>,
+    config: Arc<Config>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let interval_ms: u64 = config
+        .properties
+        .get("sluice.ssl.file.check.interval.ms")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5000);
+    if interval_ms == 0 || security.listeners.iter().all(|l| l.tls.is_none()) {
+        return;
+    }
+    let mut tick = tokio::time::interval(Duration::from_millis(interval_ms));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                let security = security.clone();
+                let _ = tokio::task::spawn_blocking(move || security.reload_tls()).await;
+            }
+            _ = shutdown.changed() => return,
+        }
+    }
 }
 
 /// The lines Kafka logs once its log directory is recovered and it serves: test harnesses

@@ -4,12 +4,15 @@
 //! flush pass on demand instead of sleeping until a background task notices.
 #![allow(dead_code)]
 
+pub mod acls;
 pub mod classic;
 pub mod configs;
 pub mod consumer;
 pub mod data;
 pub mod groups;
+pub mod offsets_v10;
 pub mod quotas;
+pub mod secure;
 pub mod txn;
 
 use std::sync::Arc;

@@ -5,7 +5,8 @@
 //   KAFKA_MANAGED=1             Apache Kafka through kafka/start-kafka.sh, one per test file
 //                               (it takes seconds to start); the tests use unique topic and
 //                               group names, so they do not see each other's data.
-// Both get BROKER_OVERRIDES below. Every wait has a deadline.
+// Both get BROKER_OVERRIDES below, and a test's own (`brokerFor(t, overrides)`: against Kafka,
+// one broker per test file and set of overrides). Every wait has a deadline.
 const { spawn, execFileSync } = require('node:child_process')
 const fs = require('node:fs')
 const net = require('node:net')
@@ -72,10 +73,11 @@ function pidAlive(pid) {
 }
 
 class Broker {
-  constructor(kind, root, port) {
+  constructor(kind, root, port, overrides = {}) {
     this.kind = kind
     this.root = root
     this.port = port
+    this.overrides = { ...BROKER_OVERRIDES, ...overrides }
     this.bootstrap = `127.0.0.1:${port}`
     this.pid = null
     started.add(this)
@@ -95,7 +97,7 @@ class Broker {
       fs.mkdirSync(logDir, { recursive: true })
       const args = ['--override', `listeners=PLAINTEXT://127.0.0.1:${this.port}`,
         '--override', `log.dirs=${logDir}`]
-      for (const [k, v] of Object.entries(BROKER_OVERRIDES)) args.push('--override', `${k}=${v}`)
+      for (const [k, v] of Object.entries(this.overrides)) args.push('--override', `${k}=${v}`)
       const out = fs.openSync(this.outputFile, 'a')
       const child = spawn(process.env.SLUICE_BIN, args, { stdio: ['ignore', out, out] })
       fs.closeSync(out)
@@ -114,7 +116,7 @@ class Broker {
       }
     } else {
       const args = [String(this.port), this.root]
-      for (const [k, v] of Object.entries(BROKER_OVERRIDES)) args.push(`${k}=${v}`)
+      for (const [k, v] of Object.entries(this.overrides)) args.push(`${k}=${v}`)
       const stdout = execFileSync(path.join(KAFKA_DIR, 'start-kafka.sh'), args,
         { encoding: 'utf8', timeout: KAFKA_START_TIMEOUT_MS, stdio: ['ignore', 'pipe', 'pipe'] })
       this.pid = Number(stdout.trim().split('\n').pop())
@@ -162,7 +164,7 @@ function workRoot() {
 }
 
 const started = new Set() // every broker this process started, so none outlives it
-let sharedKafka = null // one Apache Kafka per test file
+const sharedKafka = new Map() // one Apache Kafka per test file and set of overrides
 
 // What a test opened (kafkajs clients), closed when it ends, before its broker stops: a client
 // whose broker is gone retries its disconnect for half a minute.
@@ -184,13 +186,17 @@ function onClose(t, close) {
   closers.get(t).push(close)
 }
 
-// The broker for one test: `const broker = await brokerFor(t)`.
-async function brokerFor(t) {
+// The broker for one test: `const broker = await brokerFor(t)`, or `brokerFor(t, {key: value})`
+// for one with more settings.
+async function brokerFor(t, overrides = {}) {
   if (mode() === 'kafka') {
-    if (!sharedKafka) sharedKafka = new Broker('kafka', workRoot(), await freePort()).start()
-    return sharedKafka
+    const key = JSON.stringify(overrides)
+    if (!sharedKafka.has(key)) {
+      sharedKafka.set(key, new Broker('kafka', workRoot(), await freePort(), overrides).start())
+    }
+    return sharedKafka.get(key)
   }
-  const b = new Broker('sluice', workRoot(), await freePort())
+  const b = new Broker('sluice', workRoot(), await freePort(), overrides)
   t.after(async () => {
     await closeAll(t)
     const alive = b.running()
@@ -206,8 +212,8 @@ async function brokerFor(t) {
 
 // Registered when a test file loads this module, so it runs after the file's last test.
 after(async () => {
-  if (sharedKafka) {
-    const b = await sharedKafka.catch(() => null)
+  for (const started of sharedKafka.values()) {
+    const b = await started.catch(() => null)
     if (b && (await b.stop()) && !process.env.KAFKAJS_KEEP) fs.rmSync(b.root, { recursive: true, force: true })
   }
   // A kafkajs client that a failed test could not close (a retry timer, a socket) must not

@@ -12,11 +12,12 @@ function unique(prefix) {
 }
 
 // A kafkajs client with its defaults, except a quicker retry and quiet logs (KAFKAJS_LOG=debug
-// to see them).
-function client(broker, clientId = 'kafkajs-compat', retries = 8) {
+// to see them); `sasl` as kafkajs takes it ({mechanism, username, password}).
+function client(broker, clientId = 'kafkajs-compat', retries = 8, sasl = undefined) {
   return new Kafka({
     clientId,
     brokers: [broker.bootstrap],
+    sasl,
     connectionTimeout: 5000,
     requestTimeout: 30000,
     retry: { initialRetryTime: 100, retries },

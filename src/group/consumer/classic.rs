@@ -151,10 +151,13 @@ fn join_group(
             })
             .collect(),
     });
+    // A classic member subscribes by topic names only (its regular expressions are resolved by
+    // the client), so there is no pattern for the principal's DESCRIBE rights to filter.
     let step = Step {
         ctx,
         topics,
         group_id: &group_id,
+        describable: &|_| true,
     };
     let names_changed =
         updated.metadata.subscribed_topic_names != old.metadata.subscribed_topic_names;

@@ -74,12 +74,16 @@ fn validate(h: &Heartbeat, version: i16, assignors: &[String]) -> Result<(), Gro
 }
 
 impl GroupCoordinator {
+    /// `describable` says which topics the member's principal may describe: a regular
+    /// expression resolved on this heartbeat matches only those (Kafka filters the topics it
+    /// resolves with the DESCRIBE ACLs of the request that triggered the resolution).
     pub fn consumer_group_heartbeat(
         &self,
         request: ConsumerGroupHeartbeatRequest,
         version: i16,
         client_id: &str,
         client_host: &str,
+        describable: &dyn Fn(&str) -> bool,
     ) -> ConsumerGroupHeartbeatResponse {
         let h = Heartbeat::new(&request, client_id, client_host);
         let result = validate(&h, version, &self.config.consumer_assignors).and_then(|()| {
@@ -94,7 +98,7 @@ impl GroupCoordinator {
             let existed = inner.consumer_groups.contains_key(&group_id);
             let answer = match h.member_epoch {
                 -1 | -2 => fence::leave(&mut inner, &ctx, topics, &h),
-                _ => heartbeat(&mut inner, &ctx, topics, h),
+                _ => heartbeat(&mut inner, &ctx, topics, describable, h),
             };
             // A group created for a join that failed does not exist (Kafka adds a group only
             // when its records are replayed), and a classic group whose upgrade failed stays.
@@ -141,6 +145,7 @@ fn heartbeat(
     inner: &mut Inner,
     ctx: &Ctx,
     topics: &dyn TopicImage,
+    describable: &dyn Fn(&str) -> bool,
     mut h: Heartbeat,
 ) -> Result<Answer, GroupError> {
     let joining = h.member_epoch == 0;
@@ -159,6 +164,7 @@ fn heartbeat(
     let step = Step {
         ctx,
         topics,
+        describable,
         group_id: &h.group_id,
     };
     let names_changed =

@@ -7,7 +7,9 @@
 //! resolves them again on a heartbeat when a topic was created since, at most every 10 s (as
 //! Kafka), and at least every `group.consumer.regex.refresh.interval.ms`, so topics created
 //! after the subscription are picked up. Unlike Kafka, which resolves in the background and
-//! assigns on a later heartbeat, a newly subscribed expression is resolved at once.
+//! assigns on a later heartbeat, a newly subscribed expression is resolved at once. As on
+//! Kafka, an expression resolves only to topics the principal of the heartbeat that resolves
+//! it may DESCRIBE.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -99,10 +101,12 @@ fn refresh_due(core: &Core, step: &Step, counts: &BTreeMap<String, usize>) -> bo
         || now_ms > last_ms.saturating_add(step.ctx.config.consumer_regex_refresh_interval_ms)
 }
 
-/// Resolves every expression in `counts` against the topics; true if any now matches other
-/// topics than before. An expression stored before that no longer compiles matches nothing.
+/// Resolves every expression in `counts` against the topics the requesting principal may
+/// describe; true if any now matches other topics than before. An expression stored before
+/// that no longer compiles matches nothing.
 fn resolve(core: &mut Core, step: &Step, counts: &BTreeMap<String, usize>) -> bool {
-    let names = step.topics.names();
+    let mut names = step.topics.names();
+    names.retain(|n| (step.describable)(n));
     let version = step.topics.version();
     let mut changed = false;
     for regex in counts.keys() {

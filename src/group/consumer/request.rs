@@ -97,5 +97,8 @@ pub(crate) struct Answer {
 pub(crate) struct Step<'a> {
     pub ctx: &'a Ctx<'a>,
     pub topics: &'a dyn TopicImage,
+    /// The topics the requesting principal may describe (all, without ACLs): regular
+    /// expressions resolve to those only.
+    pub describable: &'a dyn Fn(&str) -> bool,
     pub group_id: &'a str,
 }

@@ -6,7 +6,7 @@
 //! assigned; DescribeTopicPartitions hides or refuses topics without DESCRIBE and always
 //! carries the authorized operations; DescribeProducers needs topic READ, DescribeTransactions
 //! TRANSACTIONAL_ID DESCRIBE; OffsetDelete group DELETE and topic READ; ElectLeaders CLUSTER
-//! ALTER, refused on every partition. Without an authorizer
+//! ALTER, refused on every partition; ListConfigResources CLUSTER DESCRIBE_CONFIGS. Without an authorizer
 //! the authorized operations asked for are everything the resource supports.
 
 mod common;
@@ -185,7 +185,7 @@ async fn describe_topic_partitions_hides_and_refuses_topics() {
 
 #[tokio::test]
 async fn offsets_producers_and_transactions_are_checked() {
-    let (_broker, _admin, mut alice) = world().await;
+    let (_broker, mut admin, mut alice) = world().await;
     // OffsetDelete: group DELETE, then topic READ per topic.
     let request = |group: &str| {
         OffsetDeleteRequest::default()
@@ -265,6 +265,19 @@ async fn offsets_producers_and_transactions_are_checked() {
         .map(|p| p.error_code)
         .collect();
     assert_eq!((elected.error_code, codes), (31, vec![31, 31]));
+
+    // ListConfigResources: CLUSTER DESCRIBE_CONFIGS, refused whole.
+    let request = ListConfigResourcesRequest::default();
+    let listed: ListConfigResourcesResponse =
+        alice.call(ApiKey::ListConfigResources, 1, &request).await;
+    assert_eq!((listed.error_code, listed.config_resources.len()), (31, 0));
+    let listed: ListConfigResourcesResponse =
+        admin.call(ApiKey::ListConfigResources, 1, &request).await;
+    assert_eq!(listed.error_code, 0);
+    assert!(listed
+        .config_resources
+        .iter()
+        .any(|r| r.resource_name.as_str() == "app-orders" && r.resource_type == 2));
 }
 
 #[tokio::test]

@@ -1,5 +1,5 @@
 //! The APIs that need one CLUSTER operation (`KafkaApis`): the ACL and SCRAM credential APIs,
-//! client quotas, DescribeLogDirs and ElectLeaders, refused whole with
+//! client quotas, ListConfigResources, DescribeLogDirs and ElectLeaders, refused whole with
 //! CLUSTER_AUTHORIZATION_FAILED in every entry of the answer.
 
 use kafka_protocol::messages::*;
@@ -67,6 +67,9 @@ pub(super) fn refused(authz: &Authz<'_>, request: &RequestKind) -> Option<Reply>
                     })
                     .collect(),
             ))
+        }
+        RequestKind::ListConfigResources(_) if !authz.cluster(DescribeConfigs) => {
+            body(ListConfigResourcesResponse::default().with_error_code(e))
         }
         RequestKind::DescribeClientQuotas(_) if !authz.cluster(DescribeConfigs) => body(
             DescribeClientQuotasResponse::default()

@@ -89,6 +89,22 @@ def measure(broker, protocol, members, partitions, work):
             w.stop_quietly()
 
 
+def run_meta(args):
+    """When, on what commit and how loaded: what RESULTS.md says about the run."""
+    import os
+    import subprocess
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "commit": commit,
+        "load_at_end": os.getloadavg()[0],
+        "reps": args.reps,
+        "members": args.members,
+        "partitions": args.partitions,
+    }
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sluice", default=str(REPO / "target" / "release" / "sluice"))
@@ -113,7 +129,9 @@ def main():
                         results.append(row)
                 finally:
                     broker.stop()
-    (HERE / "rebalance-results.json").write_text(json.dumps(results, indent=1) + "\n")
+    meta = run_meta(args)
+    (HERE / "rebalance-results.json").write_text(
+        json.dumps({"meta": meta, "results": results}, indent=1) + "\n")
     print(f"\n| {args.members}-member group | sluice | Kafka 4.4 |\n|---|---|---|")
     for protocol in PROTOCOLS:
         for what in ("leave_s", "join_s"):

@@ -287,9 +287,45 @@ def main():
         parts += [f"![throughput and latency]({os.path.basename(png_path)})", ""]
     if errors:
         parts += ["## Errors during the run", ""] + [f"- {e}" for e in errors] + [""]
-    parts += [tls_section(md_path)]
+    parts += [rebalance_section(), tls_section(md_path)]
     with open(md_path, "w") as f:
         f.write("\n".join(parts))
+
+
+def rebalance_section():
+    """Rebalance times from benches/rebalance-results.json (written by rebalance.py)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rebalance-results.json")
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return ""
+    rows = doc["results"] if isinstance(doc, dict) else doc
+    meta = doc.get("meta", {}) if isinstance(doc, dict) else {}
+    out = ["## Rebalance time (s), one member leaving or joining a group", ""]
+    if meta:
+        out += [
+            f"Written by `compat-tests/.venv/bin/python benches/rebalance.py` (see its docstring): "
+            f"{meta['date']}, commit `{meta['commit'][:12]}`, {meta['reps']} repetitions, "
+            f"{meta['members']} members on {meta['partitions']} partitions, brokers one at a time "
+            f"in alternating order, load average at the end {meta['load_at_end']:.1f}. The time runs "
+            "from the action to the moment every member owns partitions and every partition has "
+            "one owner. Classic: librdkafka's `range` assignor and defaults; consumer: KIP-848, "
+            "the broker's `uniform` assignor, heartbeat interval 5 s (both brokers' default).",
+            "",
+        ]
+    out += ["| protocol, event | Kafka | sluice | sluice / Kafka |", "|---|---:|---:|---:|"]
+    for protocol in ("classic", "consumer"):
+        for what, label in (("leave_s", "a member leaves"), ("join_s", "a member joins")):
+            med = {}
+            for broker in ("kafka", "sluice"):
+                vals = [r[what] for r in rows if r["broker"] == broker and r["protocol"] == protocol]
+                med[broker] = statistics.median(vals) if vals else None
+            if med["kafka"] is None or med["sluice"] is None:
+                continue
+            out.append(f"| {protocol}, {label} | {med['kafka']:.2f} | {med['sluice']:.2f} | "
+                       f"{med['sluice'] / med['kafka']:.2f} |")
+    return "\n".join(out) + "\n"
 
 
 def tls_section(md_path):

@@ -24,6 +24,9 @@ pub mod api;
 pub mod config;
 pub mod disk;
 pub mod embedded;
+/// Entry points for the fuzz targets (`fuzz/`) and their corpus replay; not an API.
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod group;
 pub mod log;
 pub mod metrics;

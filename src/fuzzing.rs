@@ -127,8 +127,12 @@ pub fn segment_recovery(data: &[u8]) {
         return;
     };
     let path = dir.path();
+    let disk = Disk::real();
     for (suffix, bytes) in [(".log", log), (".index", index), (".timeindex", time_index)] {
-        std::fs::write(path.join(format!("{:020}{suffix}", 0)), bytes).expect("write segment");
+        let file_path = path.join(format!("{:020}{suffix}", 0));
+        let file = disk.create_file(&file_path).expect("create segment file");
+        disk.write_all_at(&file, &file_path, bytes, 0)
+            .expect("write segment file");
     }
     let clean_shutdown = flags & 1 == 1;
     let options = OpenOptions {
@@ -144,7 +148,7 @@ pub fn segment_recovery(data: &[u8]) {
         flush_interval_messages: u64::MAX,
         flush_interval_ms: i64::MAX,
     };
-    let Ok(mut log) = PartitionLog::open(&Disk::real(), path, config, options, NOW_MS) else {
+    let Ok(mut log) = PartitionLog::open(&disk, path, config, options, NOW_MS) else {
         return;
     };
     read_all(&log, !clean_shutdown);

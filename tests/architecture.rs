@@ -64,7 +64,7 @@ const LAYERS: &[&[&str]] = &[
         "group", "log", "producer", "protocol", "quota", "security", "txn",
     ],
     &["storage"],
-    &["api"],
+    &["api", "fuzzing"],
     &["network"],
     &["server"],
     &["embedded"],
